@@ -1,0 +1,29 @@
+"""`inference-autoscaler validate FILE...`"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from autoscaler.policy_loader import PolicyError, load_policy_file
+
+
+@click.command("validate")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def validate(files: tuple[str, ...]) -> None:
+    """Check ModelScalingPolicy YAML files. Exit 1 with one line per problem."""
+    bad = 0
+    for f in files:
+        try:
+            policies = load_policy_file(f)
+        except PolicyError as e:
+            bad += 1
+            for p in e.problems:
+                click.echo(str(p), err=True)
+            continue
+        for pol in policies:
+            click.echo(f"{f}: ok ({pol.key} -> {pol.spec.target_ref.kind}/{pol.spec.target_ref.name})")
+    if bad:
+        click.echo(f"{bad} of {len(files)} file(s) invalid", err=True)
+        sys.exit(1)

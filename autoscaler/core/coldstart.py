@@ -1,0 +1,149 @@
+"""Cold-start model: how long until a replica requested now is ready.
+
+Per stage, the policy gives a prior median; observed durations (robust statistics over recent samples,
+kept per cache situation) replace it as they arrive. The prior counts as a few pseudo-samples so one odd
+observation cannot swing the estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from autoscaler.core.signals import ClusterFacts, Stage, StageObservation
+from autoscaler.policy import ColdStartSpec
+
+MAX_SAMPLES = 32
+PRIOR_WEIGHT = 3  # pseudo-samples given to the prior
+_Z = {0.5: 0.0, 0.75: 0.674, 0.8: 0.842, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}
+
+
+def _z(q: float) -> float:
+    if q in _Z:
+        return _Z[q]
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(q)
+
+
+def _key(stage: Stage, situation: str) -> str:
+    return f"{stage}/{situation}"
+
+
+@dataclass(frozen=True, slots=True)
+class StageEstimate:
+    median_seconds: float
+    high_seconds: float
+    samples: int
+
+
+@dataclass(frozen=True, slots=True)
+class ColdStartStats:
+    """Recent observed durations per `stage/situation` (newest last, at most MAX_SAMPLES each)."""
+
+    samples: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+    def get(self, stage: Stage, situation: str) -> tuple[float, ...]:
+        key = _key(stage, situation)
+        for k, v in self.samples:
+            if k == key:
+                return v
+        return ()
+
+    def observe(self, observations: tuple[StageObservation, ...]) -> ColdStartStats:
+        if not observations:
+            return self
+        table = dict(self.samples)
+        for o in observations:
+            if not (o.seconds >= 0 and math.isfinite(o.seconds)):
+                continue
+            key = _key(o.stage, o.situation)
+            table[key] = (*table.get(key, ()), float(o.seconds))[-MAX_SAMPLES:]
+        return ColdStartStats(tuple(sorted(table.items())))
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {k: [round(x, 3) for x in v] for k, v in self.samples}
+
+    @staticmethod
+    def from_dict(d: dict[str, list[float]]) -> ColdStartStats:
+        return ColdStartStats(tuple(sorted((k, tuple(float(x) for x in v)[-MAX_SAMPLES:]) for k, v in d.items())))
+
+
+def _prior(spec: ColdStartSpec, stage: Stage, situation: str) -> float:
+    if stage == "image_pull":
+        return 0.0 if situation == "cached" else spec.image_pull_seconds
+    return {
+        "scheduling": spec.scheduling_seconds,
+        "node_provisioning": spec.node_provisioning_seconds,
+        "weight_load": spec.weight_load_seconds,
+        "warmup": spec.warmup_seconds,
+    }[stage]
+
+
+def stage_estimate(
+    spec: ColdStartSpec, stats: ColdStartStats, stage: Stage, situation: str = "default"
+) -> StageEstimate:
+    """Median and high quantile of one stage's duration: prior blended with recent observations."""
+    prior = _prior(spec, stage, situation)
+    prior_high = prior * math.exp(_z(spec.quantile) * spec.spread)
+    samples = stats.get(stage, situation) if spec.learn else ()
+    if not samples:
+        return StageEstimate(prior, prior_high, 0)
+    ordered = sorted(samples)
+    n = len(ordered)
+    median = ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
+    # High quantile from the samples (nearest rank), never below the median.
+    high = max(median, ordered[min(n - 1, math.ceil(spec.quantile * n) - 1)])
+    w = PRIOR_WEIGHT / (PRIOR_WEIGHT + n)
+    return StageEstimate(w * prior + (1 - w) * median, w * prior_high + (1 - w) * high, n)
+
+
+@dataclass(frozen=True, slots=True)
+class LeadTime:
+    """Expected time from ordering a replica to it serving, and the stages that make it up."""
+
+    median_seconds: float
+    high_seconds: float
+    stages: tuple[tuple[str, float], ...]
+
+
+def lead_time(
+    spec: ColdStartSpec, stats: ColdStartStats, cluster: ClusterFacts, replicas_needed: int = 1
+) -> LeadTime:
+    """How long until a replica requested now is ready, given what the cluster says.
+
+    Unknown cluster facts take the slow path: planning for a cold start that turns out warm costs a
+    little GPU time; planning for a warm start that turns out cold costs the SLO.
+    """
+    free = cluster.free_replica_slots
+    node_stage: Stage = "scheduling" if free is not None and free >= replicas_needed else "node_provisioning"
+    pull_situation = "cached" if cluster.image_cached else "uncached"
+    parts = (
+        (node_stage, stage_estimate(spec, stats, node_stage)),
+        ("image_pull", stage_estimate(spec, stats, "image_pull", pull_situation)),
+        ("weight_load", stage_estimate(spec, stats, "weight_load")),
+        ("warmup", stage_estimate(spec, stats, "warmup")),
+    )
+    median = sum(p.median_seconds for _, p in parts)
+    # Stage durations are positively correlated in practice (same node, same disk), so add the highs.
+    high = sum(p.high_seconds for _, p in parts)
+    return LeadTime(median, high, tuple((name, round(p.median_seconds, 3)) for name, p in parts))
+
+
+def remaining_seconds(
+    spec: ColdStartSpec, stats: ColdStartStats, cluster: ClusterFacts, stage: Stage, stage_age: float
+) -> float:
+    """Expected time until a replica now in `stage` (for `stage_age` seconds) is ready."""
+    pull_situation = "cached" if cluster.image_cached else "uncached"
+    order: tuple[Stage, ...] = (stage if stage in ("scheduling", "node_provisioning") else "scheduling",
+                                "image_pull", "weight_load", "warmup")
+    if stage in ("scheduling", "node_provisioning"):
+        idx = 0
+    else:
+        idx = order.index(stage)
+    total = 0.0
+    for i in range(idx, len(order)):
+        s = order[i]
+        est = stage_estimate(spec, stats, s, pull_situation if s == "image_pull" else "default").median_seconds
+        total += max(0.0, est - stage_age) if i == idx else est
+    return total

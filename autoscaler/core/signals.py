@@ -1,0 +1,92 @@
+"""What the decision core sees each tick for one model: a small typed snapshot.
+
+Every measured value carries its age. A value that is absent is `None`, never zero: a zero from a
+failed query would look like "no demand" and scale the fleet down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Stage = Literal["scheduling", "node_provisioning", "image_pull", "weight_load", "warmup"]
+STAGES: tuple[Stage, ...] = ("scheduling", "node_provisioning", "image_pull", "weight_load", "warmup")
+# Lifecycle order of a starting replica (node stage is either scheduling or node_provisioning).
+LIFECYCLE: tuple[Stage, ...] = ("node_provisioning", "image_pull", "weight_load", "warmup")
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One measured value and how old it is (seconds since it was observed)."""
+
+    value: float | None = None
+    age_seconds: float = float("inf")
+
+    def fresh(self, staleness_seconds: float) -> float | None:
+        """The value if present, finite and younger than the limit; otherwise None."""
+        v = self.value
+        if v is None or self.age_seconds > staleness_seconds or v != v or v in (float("inf"), float("-inf")):
+            return None
+        return v
+
+
+MISSING = Measured()
+
+
+@dataclass(frozen=True, slots=True)
+class StartingReplica:
+    """A replica that has been requested but is not ready yet."""
+
+    stage: Stage
+    age_seconds: float  # since the replica (pod) was created
+    stage_age_seconds: float = 0.0  # since it entered its current stage
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaCounts:
+    """The target as the scale target reports it. `desired` is its current spec.replicas."""
+
+    desired: int
+    ready: int
+    starting: tuple[StartingReplica, ...] = ()
+    terminating: int = 0
+    age_seconds: float = 0.0
+
+    @property
+    def unschedulable(self) -> int:
+        return sum(1 for s in self.starting if s.unschedulable)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFacts:
+    """What the cluster says about where a new replica would land. None means unknown."""
+
+    free_replica_slots: int | None = None  # replicas that fit on GPUs already free on ready nodes
+    image_cached: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StageObservation:
+    """A completed cold-start stage seen by the controller (or the simulator) since the last tick."""
+
+    stage: Stage
+    seconds: float
+    situation: str = "default"  # e.g. "cached"/"uncached" for image_pull
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Load and fleet state for one model at one tick. Rates are per second, summed over replicas."""
+
+    request_rate: Measured = MISSING
+    prompt_tokens_rate: Measured = MISSING
+    generation_tokens_rate: Measured = MISSING
+    running: Measured = MISSING
+    waiting: Measured = MISSING
+    kv_cache_usage: Measured = MISSING  # mean over replicas, 0..1
+    queue_time_p90_seconds: Measured = MISSING
+    ttft_p90_seconds: Measured = MISSING
+    replicas: ReplicaCounts | None = None
+    cluster: ClusterFacts = ClusterFacts()
+    observations: tuple[StageObservation, ...] = field(default_factory=tuple)

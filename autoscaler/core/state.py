@@ -1,0 +1,59 @@
+"""The decision core's memory between ticks: small, immutable, serializable.
+
+The controller persists `to_dict()` in the policy's status, so a restart loses nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from forecasting import ForecastState
+
+from autoscaler.core.capacity import CapacityStats
+from autoscaler.core.coldstart import ColdStartStats
+
+
+@dataclass(frozen=True, slots=True)
+class CoreState:
+    # (time, raw recommendation) inside the scale-down stabilization window, oldest first.
+    recommendations: tuple[tuple[float, int], ...] = ()
+    # (time, decided replicas) inside the longest rate-limit period, oldest first.
+    decisions: tuple[tuple[float, int], ...] = ()
+    panic_until: float | None = None
+    forecast: ForecastState | None = None
+    coldstart: ColdStartStats = ColdStartStats()
+    capacity: CapacityStats = CapacityStats()
+    last_waiting: tuple[float, float] | None = None  # (time, waiting sequences)
+    work_per_request: float | None = None  # EMA, replica-seconds per request
+    last_tick: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "recommendations": [[round(t, 3), r] for t, r in self.recommendations],
+            "decisions": [[round(t, 3), r] for t, r in self.decisions],
+            "panicUntil": self.panic_until,
+            "forecast": self.forecast.to_dict() if self.forecast is not None else None,
+            "coldStart": self.coldstart.to_dict(),
+            "capacity": [round(x, 4) for x in self.capacity.samples],
+            "lastWaiting": list(self.last_waiting) if self.last_waiting else None,
+            "workPerRequest": self.work_per_request,
+            "lastTick": self.last_tick,
+        }
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> CoreState:
+        """Rebuild from `to_dict()` output. Unreadable parts start fresh rather than failing the loop."""
+        fc = d.get("forecast")
+        lw = d.get("lastWaiting")
+        return CoreState(
+            recommendations=tuple((float(t), int(r)) for t, r in d.get("recommendations") or ()),
+            decisions=tuple((float(t), int(r)) for t, r in d.get("decisions") or ()),
+            panic_until=d.get("panicUntil"),
+            forecast=ForecastState.from_dict(fc) if fc else None,
+            coldstart=ColdStartStats.from_dict(d.get("coldStart") or {}),
+            capacity=CapacityStats(tuple(float(x) for x in d.get("capacity") or ())),
+            last_waiting=(float(lw[0]), float(lw[1])) if lw else None,
+            work_per_request=d.get("workPerRequest"),
+            last_tick=d.get("lastTick"),
+        )

@@ -11,19 +11,30 @@ _COMMANDS: dict[str, str] = {
     "validate": "autoscaler.cli.validate:validate",
     "schema": "autoscaler.cli.schema:schema",
     "forecast-eval": "autoscaler.cli.forecast_eval:forecast_eval",
+    "simulate": "autoscaler.cli.simulate:simulate",
+    "bench": "autoscaler.cli.bench:bench",
+    "emulate": "autoscaler.cli.emulate:emulate",
+    "backtest": "autoscaler.cli.backtest:backtest",
+    "run": "autoscaler.cli.run:run",
 }
 
 
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(_COMMANDS)
+        return sorted(n for n in _COMMANDS if self.get_command(ctx, n) is not None)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = _COMMANDS.get(cmd_name)
         if target is None:
             return None
         module_name, attr = target.split(":")
-        return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name != module_name:
+                raise
+            return None  # a command whose module is not part of this build
+        return getattr(module, attr)  # type: ignore[no-any-return]
 
 
 @click.group(cls=_LazyGroup)

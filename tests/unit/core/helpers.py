@@ -1,0 +1,50 @@
+"""Builders for policies and signals used by the core's tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autoscaler.core import Measured, ReplicaCounts, Signals, StartingReplica
+from autoscaler.policy import PolicySpec
+
+BASE: dict[str, Any] = {
+    "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "m"},
+    "model": {"name": "m"},
+    "replicas": {"min": 1, "max": 50},
+    "capacity": {"promptTokensPerSecond": 10000, "generationTokensPerSecond": 1000, "targetUtilization": 1.0,
+                 "learn": False},
+    "coldStart": {"schedulingSeconds": 2, "nodeProvisioningSeconds": 100, "imagePullSeconds": 0,
+                  "weightLoadSeconds": 20, "warmupSeconds": 60, "learn": False},
+    "forecast": {"enabled": False},
+}
+
+
+def policy(**overrides: Any) -> PolicySpec:
+    spec = {**BASE}
+    for key, value in overrides.items():
+        spec[key] = {**spec.get(key, {}), **value} if isinstance(value, dict) else value
+    return PolicySpec.model_validate(spec)
+
+
+def signals(
+    *,
+    work: float,
+    desired: int,
+    ready: int | None = None,
+    waiting: float = 0.0,
+    starting: tuple[StartingReplica, ...] = (),
+    age: float = 5.0,
+    request_rate: float | None = None,
+    queue_p90: float | None = None,
+) -> Signals:
+    """Signals whose demand is `work` replica-equivalents (prompt tokens only, at 10k tokens/s)."""
+    return Signals(
+        request_rate=Measured(request_rate if request_rate is not None else work * 10, age),
+        prompt_tokens_rate=Measured(work * 10000.0, age),
+        generation_tokens_rate=Measured(0.0, age),
+        running=Measured(0.0, age),
+        waiting=Measured(waiting, age),
+        kv_cache_usage=Measured(0.3, age),
+        queue_time_p90_seconds=Measured(queue_p90, age) if queue_p90 is not None else Measured(),
+        replicas=ReplicaCounts(desired=desired, ready=desired if ready is None else ready, starting=starting),
+    )

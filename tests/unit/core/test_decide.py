@@ -1,0 +1,208 @@
+"""The decision: one behaviour per test."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from autoscaler.core import CoreState, Measured, Reason, ReplicaCounts, Signals, StartingReplica, decide
+
+from .helpers import policy, signals
+
+
+def run(pol, sig, state=None, now=1000.0):  # type: ignore[no-untyped-def]
+    return decide(pol, sig, state or CoreState(), now)
+
+
+def test_scales_up_to_cover_demand_at_target_utilization() -> None:
+    pol = policy(capacity={"targetUtilization": 0.5})
+    r = run(pol, signals(work=4.0, desired=4))
+    # 4 replica-equivalents at 50% target utilization -> 8 replicas.
+    assert r.decision.desired_replicas == 8
+    assert r.decision.reason is Reason.SCALE_UP_REACTIVE
+
+
+def test_backlog_growth_reveals_demand_hidden_by_saturation() -> None:
+    pol = policy()
+    s1 = signals(work=4.0, desired=4, waiting=0.0, request_rate=40)
+    r1 = run(pol, s1, now=1000.0)
+    # Throughput stays at 4 (saturated) but the queue grows by 40 requests in 10 s: offered is higher.
+    s2 = signals(work=4.0, desired=r1.decision.desired_replicas or 4, waiting=40.0, request_rate=40)
+    r2 = run(pol, s2, r1.state, now=1010.0)
+    assert r2.decision.components["offered_work"] > r2.decision.components["served_work"]
+    assert (r2.decision.desired_replicas or 0) > 4
+
+
+def test_stale_demand_never_scales_down_and_holds() -> None:
+    pol = policy()
+    r = run(pol, signals(work=0.0, desired=10, age=600.0))
+    assert r.decision.desired_replicas == 10
+    assert r.decision.reason is Reason.METRICS_MISSING
+    assert not r.decision.metrics_fresh
+
+
+def test_missing_demand_with_fixed_fallback_scales_up_to_it() -> None:
+    pol = policy(onMissingMetrics={"action": "fixed", "replicas": 6})
+    sig = Signals(replicas=ReplicaCounts(desired=2, ready=2))
+    assert run(pol, sig).decision.desired_replicas == 6
+
+
+def test_missing_demand_with_floor_action_runs_the_highest_scheduled_floor() -> None:
+    pol = policy(replicas={"min": 1, "max": 50, "floorSchedule": [{"start": "08:00", "end": "09:00", "minReplicas": 7}]},
+                 onMissingMetrics={"action": "floor"})
+    sig = Signals(replicas=ReplicaCounts(desired=2, ready=2))
+    assert run(pol, sig, now=0.0).decision.desired_replicas == 7  # 00:00 UTC: outside the window
+
+
+def test_unknown_target_writes_nothing() -> None:
+    r = run(policy(), Signals())
+    assert r.decision.desired_replicas is None
+    assert r.decision.reason is Reason.TARGET_UNKNOWN
+
+
+def test_scale_down_waits_for_the_stabilization_window() -> None:
+    pol = policy(scaleDown={"stabilizationWindowSeconds": 300, "maxStepReplicas": 100, "maxStepPercent": 100})
+    state = CoreState()
+    t = 0.0
+    r = run(pol, signals(work=10.0, desired=10), state, now=t)
+    state = r.state
+    # Demand drops to 2: hold for the window, then go down.
+    while t < 290:
+        t += 15
+        r = run(pol, signals(work=2.0, desired=10), state, now=t)
+        state = r.state
+        assert r.decision.desired_replicas == 10
+    t = 320.0
+    r = run(pol, signals(work=2.0, desired=10), state, now=t)
+    assert r.decision.desired_replicas == 2
+    assert r.decision.reason is Reason.SCALE_DOWN
+
+
+def test_scale_down_is_bounded_by_step() -> None:
+    pol = policy(scaleDown={"stabilizationWindowSeconds": 1, "maxStepReplicas": 2, "maxStepPercent": 10})
+    r = run(pol, signals(work=1.0, desired=20), now=10.0)
+    assert r.decision.desired_replicas == 18
+
+
+def test_default_window_is_at_least_twice_the_cold_start() -> None:
+    pol = policy(coldStart={"nodeProvisioningSeconds": 400})
+    r = run(pol, signals(work=1.0, desired=5))
+    # window = max(600, 2 × lead time high) where lead high > 480 s
+    assert r.decision.lead_time_seconds > 480
+    from autoscaler.core.decide import stabilization_window_seconds
+    from autoscaler.core.coldstart import lead_time
+    from autoscaler.core.signals import ClusterFacts
+
+    lead = lead_time(pol.cold_start, r.state.coldstart, ClusterFacts())
+    assert stabilization_window_seconds(pol, lead) >= 2 * lead.median_seconds
+
+
+def test_scale_up_is_rate_limited_outside_panic() -> None:
+    pol = policy(scaleUp={"maxStepReplicas": 2, "maxStepPercent": 50})
+    r = run(pol, signals(work=30.0, desired=4))
+    assert r.decision.desired_replicas == 6
+    assert r.decision.reason is Reason.SCALE_UP_RATE_LIMITED
+
+
+def test_panic_lifts_the_rate_limit_when_slo_is_breached() -> None:
+    pol = policy(scaleUp={"maxStepReplicas": 2, "maxStepPercent": 50, "panic": {"maxStepPercent": 1000}})
+    r = run(pol, signals(work=30.0, desired=4, queue_p90=5.0))
+    assert r.decision.panic
+    assert (r.decision.desired_replicas or 0) >= 30
+
+
+def test_panic_blocks_scale_down() -> None:
+    pol = policy(scaleDown={"stabilizationWindowSeconds": 1})
+    r = run(pol, signals(work=1.0, desired=10, queue_p90=9.0), now=100.0)
+    assert r.decision.desired_replicas == 10
+    assert r.decision.reason is Reason.PANIC_HOLD
+
+
+def test_floor_and_max_bound_the_result() -> None:
+    pol = policy(replicas={"min": 3, "max": 5})
+    assert run(pol, signals(work=0.0, desired=3)).decision.desired_replicas == 3
+    assert run(pol, signals(work=40.0, desired=5)).decision.desired_replicas == 5
+
+
+def test_time_of_day_floor_applies_inside_its_window() -> None:
+    pol = policy(replicas={"min": 1, "max": 50, "floorSchedule": [
+        {"days": ["thu"], "start": "08:00", "end": "18:00", "minReplicas": 9}]})
+    thursday_noon = 12 * 3600.0  # 1970-01-01 was a Thursday
+    friday_noon = thursday_noon + 86400
+    assert run(pol, signals(work=0.0, desired=1), now=thursday_noon).decision.desired_replicas == 9
+    assert run(pol, signals(work=0.0, desired=1), now=friday_noon).decision.desired_replicas == 1
+
+
+def test_floor_window_crossing_midnight_belongs_to_its_start_day() -> None:
+    pol = policy(replicas={"min": 1, "max": 50, "floorSchedule": [
+        {"days": ["thu"], "start": "22:00", "end": "02:00", "minReplicas": 4}]})
+    friday_1am = 86400 + 3600.0
+    assert run(pol, signals(work=0.0, desired=1), now=friday_1am).decision.desired_replicas == 4
+
+
+def test_starting_replicas_are_not_ordered_again_while_the_queue_grows() -> None:
+    pol = policy()
+    starting = tuple(StartingReplica("warmup", age_seconds=100.0, stage_age_seconds=10.0) for _ in range(6))
+    state = CoreState()
+    # 4 ready serving their max, 6 starting; demand 10, a queue building up while they start.
+    wanted = []
+    for i, t in enumerate((0.0, 15.0, 30.0)):
+        s = signals(work=4.0, desired=10, ready=4, starting=tuple(
+            replace(x, stage_age_seconds=10.0 + 15 * i) for x in starting), waiting=100.0 * (i + 1), request_rate=40)
+        s = replace(s, prompt_tokens_rate=Measured(40000.0, 5.0))
+        r = decide(pol, s, state, t)
+        state = r.state
+        wanted.append(r.decision.desired_replicas)
+    assert wanted[2] <= wanted[1], wanted
+
+
+def test_unschedulable_replicas_past_the_limit_are_reported_not_piled_on() -> None:
+    pol = policy(coldStart={"unschedulableLimitSeconds": 60})
+    stuck = (StartingReplica("node_provisioning", age_seconds=300.0, unschedulable=True),)
+    r = run(pol, signals(work=20.0, desired=5, ready=4, starting=stuck))
+    assert r.decision.desired_replicas == 5
+    assert r.decision.reason is Reason.UNSCHEDULABLE
+    assert r.decision.unschedulable_stuck == 1
+
+
+def test_dead_replicas_do_not_learn_capacity_without_a_queue() -> None:
+    pol = policy(capacity={"learn": True})
+    state = CoreState()
+    for t in range(10):
+        state = run(pol, signals(work=1.0, desired=4), state, now=float(t * 15)).state
+    assert state.capacity.samples == ()
+
+
+def test_capacity_is_learned_while_saturated() -> None:
+    pol = policy(capacity={"learn": True})
+    state = CoreState()
+    for t in range(30):
+        state = run(pol, signals(work=8.0, desired=4, waiting=50.0), state, now=float(t * 15)).state
+    # 4 replicas serve 8 replica-equivalents: capacity is 2× the prior (bounded by learnMaxFactor=2).
+    assert state.capacity.factor(pol.capacity) > 1.5
+
+
+def test_state_round_trips_through_a_dict() -> None:
+    pol = policy(forecast={"enabled": True})
+    state = CoreState()
+    for t in range(40):
+        state = run(pol, signals(work=3.0 + t % 3, desired=5, waiting=2.0), state, now=float(t * 15)).state
+    import json
+
+    again = CoreState.from_dict(json.loads(json.dumps(state.to_dict())))
+    s = signals(work=4.0, desired=5)
+    assert run(pol, s, again, now=700.0).decision == run(pol, s, state, now=700.0).decision
+
+
+def test_decide_does_not_change_its_inputs() -> None:
+    pol = policy(forecast={"enabled": True})
+    state = CoreState()
+    before = state.to_dict()
+    run(pol, signals(work=3.0, desired=5), state)
+    assert state.to_dict() == before
+
+
+def test_explanation_names_the_binding_constraint() -> None:
+    pol = policy(replicas={"min": 7, "max": 50})
+    d = run(pol, signals(work=1.0, desired=7)).decision
+    assert d.binding == "floor"
+    assert d.components["floor"] == 7

@@ -1,0 +1,404 @@
+"""The pure online API the autoscaler's decision core calls: new_state, observe, predict.
+
+No I/O, no clock: time arrives as `t_seconds`, state goes in and a new state comes out.
+
+observe() aggregates observations into `step_seconds` buckets (mean). When a bucket closes it
+1. records, for every tracked horizon h and every model, the error of the forecast made h buckets ago,
+2. advances each model's level/trend by one error-correction step (O(1)),
+3. appends the bucket to the history ring, and
+4. refits (period detection, Holt / seasonal parameters, error samples) when `refit_every_seconds` passed.
+Missing buckets are carried forward from the last closed bucket (their errors are not recorded); a gap
+longer than the whole history restarts from scratch.
+
+predict() forecasts from the open bucket as if it closed now. With `window="max"` (the default) every
+number is the maximum over the buckets in (now, now + horizon]: the autoscaler must serve the demand
+peak between ordering a replica and that replica becoming ready, not just the demand at the end. With
+`window="at"` it is the demand in the bucket containing now + horizon (used for scoring).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+
+from forecasting.bands import FALLBACK_INFLATION, band_pinball, empirical_offsets, normal_offsets
+from forecasting.baselines import seasonal_naive_lag
+from forecasting.config import ForecastConfig
+from forecasting.history import History
+from forecasting.holt import HoltModel, HoltParams, fit_holt, trend_multipliers
+from forecasting.period import detect_period
+from forecasting.seasonal import fit_seasonal
+from forecasting.state import MODEL_METHODS, PAST_COLUMNS, ForecastState, HoltState, SeasonalState, frozen
+
+HOLT, SEASONAL, LAST, SNAIVE = range(len(MODEL_METHODS))
+AUTO_PREFERENCE = (SEASONAL, HOLT, LAST, SNAIVE)  # tie-break and order of trial
+FALLBACK: dict[str, tuple[int, ...]] = {  # what each method degrades to when it cannot be fitted yet
+    "holt": (HOLT, LAST),
+    "seasonal": (SEASONAL, HOLT, LAST),
+    "last": (LAST,),
+    "seasonal-naive": (SNAIVE, LAST),
+}
+WIDE_BAND_RELATIVE = 0.25  # minimum spread of the cold-start band, as a fraction of the last value
+_EPS = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    point: float
+    quantiles: dict[float, float]
+    method: str
+    horizon_seconds: float
+
+
+@lru_cache(maxsize=64)
+def _horizons(config: ForecastConfig) -> np.ndarray:
+    return frozen(np.array(config.tracked_horizon_steps, dtype=int))
+
+
+def new_state(config: ForecastConfig) -> ForecastState:
+    hs = _horizons(config)
+    return ForecastState(
+        history=History.empty(config.history_steps, 0),
+        bucket_index=None,
+        bucket_sum=0.0,
+        bucket_count=0,
+        last_t_seconds=float("-inf"),
+        last_refit_index=None,
+        period_steps=None,
+        holt=None,
+        seasonal=None,
+        past=frozen(np.full((int(hs[-1]), PAST_COLUMNS), np.nan)),
+        errors=frozen(np.full((config.error_samples, len(MODEL_METHODS), len(hs)), np.nan, dtype=np.float32)),
+    )
+
+
+def _fits(config: ForecastConfig, state: ForecastState) -> bool:
+    hs = _horizons(config)
+    return (
+        state.history.capacity == config.history_steps
+        and state.past.shape == (int(hs[-1]), PAST_COLUMNS)
+        and state.errors.shape == (config.error_samples, len(MODEL_METHODS), len(hs))
+    )
+
+
+def observe(config: ForecastConfig, state: ForecastState, t_seconds: float, value: float) -> ForecastState:
+    """Feed one observation; returns a new state (the input is unchanged).
+
+    Non-finite or negative values, and observations for an already closed bucket, are ignored."""
+    if not (math.isfinite(t_seconds) and math.isfinite(value)) or value < 0:
+        return state
+    if not _fits(config, state):  # the config changed shape (history, horizons, samples): start over
+        state = new_state(config)
+    index = math.floor(t_seconds / config.step_seconds + _EPS)
+    open_index = state.bucket_index
+    if open_index is None:
+        s = replace(state, history=History.empty(config.history_steps, index))
+        return replace(s, bucket_index=index, bucket_sum=value, bucket_count=1, last_t_seconds=t_seconds)
+    if index < open_index:
+        return state
+    if index == open_index:
+        return replace(
+            state,
+            bucket_sum=state.bucket_sum + value,
+            bucket_count=state.bucket_count + 1,
+            last_t_seconds=max(state.last_t_seconds, t_seconds),
+        )
+    s = _close_bucket(config, state, state.bucket_sum / state.bucket_count, record_errors=True)
+    missing = index - open_index - 1
+    if missing >= config.history_steps:  # a gap longer than the history: nothing left worth keeping
+        s = replace(new_state(config), history=History.empty(config.history_steps, index))
+    else:
+        carried = s.history.last()
+        for _ in range(missing):
+            s = _close_bucket(config, s, carried, record_errors=False)
+    if _refit_due(config, s):
+        s = _refit(config, s)
+    return replace(s, bucket_index=index, bucket_sum=value, bucket_count=1, last_t_seconds=t_seconds)
+
+
+def from_history(
+    config: ForecastConfig, values: Sequence[float] | np.ndarray, first_t_seconds: float = 0.0
+) -> ForecastState:
+    """The state after observing values[i] at first_t_seconds + i*step_seconds, built in one refit
+    instead of len(values) observe calls (e.g. to bootstrap from stored metrics). Non-finite or
+    negative values are carried forward from the previous bucket."""
+    y = np.asarray(values, dtype=float)
+    state = new_state(config)
+    if len(y) == 0:
+        return state
+    ok = np.isfinite(y) & (y >= 0)
+    if not ok.any():
+        return state
+    first = int(np.argmax(ok))
+    idx = np.where(ok, np.arange(len(y)), 0)
+    y = y[np.maximum.accumulate(idx)][first:]  # carry forward over bad values
+    start = math.floor(first_t_seconds / config.step_seconds + _EPS) + first
+    end = start + len(y) - 1  # the last value stays in the open bucket, as observe would leave it
+    s = replace(
+        state,
+        history=History.from_array(config.history_steps, end, y[:-1]),
+        bucket_index=end,
+        bucket_sum=float(y[-1]),
+        bucket_count=1,
+        last_t_seconds=first_t_seconds + (first + len(y) - 1) * config.step_seconds,
+    )
+    return _refit(config, s) if _refit_due(config, s) else s
+
+
+def _refit_due(config: ForecastConfig, s: ForecastState) -> bool:
+    if len(s.history) * config.step_seconds < config.min_history_seconds or len(s.history) < 4:
+        return False
+    if s.last_refit_index is None:
+        return True
+    return (
+        s.history.end_index - s.last_refit_index
+    ) * config.step_seconds >= config.refit_every_seconds - _EPS
+
+
+def _close_bucket(
+    config: ForecastConfig, s: ForecastState, y: float, *, record_errors: bool
+) -> ForecastState:
+    j = s.history.end_index  # index of the bucket being closed
+    hs = _horizons(config)
+    errors = s.errors
+    holt, seasonal = s.holt, s.seasonal
+    if record_errors and s.last_refit_index is not None:
+        row = np.full((len(MODEL_METHODS), len(hs)), np.nan)
+        origins = s.past[-hs]  # model states after closing bucket j - h, for each tracked h
+        if holt is not None:
+            row[HOLT] = y - (origins[:, 0] + origins[:, 1] * trend_multipliers(holt.phi, hs))
+        if seasonal is not None:
+            sh = seasonal.holt
+            f = origins[:, 2] + origins[:, 3] * trend_multipliers(sh.phi, hs)
+            row[SEASONAL] = y - (f + seasonal.profile[j % seasonal.period_steps])
+        history = s.history
+        row[LAST] = [y - history.get(j - int(h)) for h in hs]
+        if s.period_steps is not None:
+            row[SNAIVE] = [y - history.get(j - int(lag)) for lag in seasonal_naive_lag(hs, s.period_steps)]
+        new_errors = np.empty_like(errors)
+        new_errors[:-1] = errors[1:]
+        new_errors[-1] = row
+        errors = frozen(new_errors)
+    past_row = np.full(PAST_COLUMNS, np.nan)
+    if holt is not None:
+        holt = _holt_step(holt, y)
+        past_row[0:2] = holt.level, holt.trend
+    if seasonal is not None:
+        sh = _holt_step(seasonal.holt, y - seasonal.profile[j % seasonal.period_steps])
+        seasonal = SeasonalState(seasonal.period_steps, seasonal.profile, sh)
+        past_row[2:4] = sh.level, sh.trend
+    past = np.empty_like(s.past)
+    past[:-1] = s.past[1:]
+    past[-1] = past_row
+    return replace(
+        s, history=s.history.append(y), holt=holt, seasonal=seasonal, past=frozen(past), errors=errors
+    )
+
+
+def _holt_step(h: HoltState, y: float) -> HoltState:
+    prediction = h.level + h.phi * h.trend
+    e = y - prediction
+    return HoltState(
+        h.alpha, h.beta, h.phi, prediction + h.alpha * e, h.phi * h.trend + h.alpha * h.beta * e, h.sigma
+    )
+
+
+def _holt_state(m: HoltModel) -> HoltState:
+    return HoltState(*m.params, float(m.level), float(m.trend), float(m.sigma))
+
+
+def _refit(config: ForecastConfig, s: ForecastState) -> ForecastState:
+    """Re-estimate the season, model parameters and error samples from the whole history."""
+    y = s.history.to_array()
+    n, start, step = len(y), s.history.start_index, config.step_seconds
+    method = config.method
+    period: int | None = None
+    if method in ("auto", "seasonal", "seasonal-naive"):
+        found = detect_period(y, step, config.season_candidates_seconds)
+        period = None if found is None else round(found / step)
+        if period is None and method == "seasonal-naive":  # fall back to the declared season
+            period = next((round(c / step) for c in config.season_candidates_seconds if c / step < n), None)
+    hs = _horizons(config)
+    past = np.full_like(s.past, np.nan)
+    errors = np.full(s.errors.shape, np.nan, dtype=np.float32)
+    keep = min(len(past), n)
+    r = int(s.errors.shape[0])
+
+    def seed(method_index: int, insample: Callable[[int], np.ndarray]) -> None:
+        for k, h in enumerate(hs):
+            e = insample(int(h))
+            tail = e[-r:]
+            if len(tail):
+                errors[r - len(tail) :, method_index, k] = tail
+
+    holt_state: HoltState | None = None
+    if method in ("auto", "holt") or (method == "seasonal" and period is None):
+        start_params = None if s.holt is None else HoltParams(*s.holt[:3])
+        hm = fit_holt(y, damped=config.damped, step_seconds=step, start=start_params)
+        holt_state = _holt_state(hm)
+        past[-keep:, 0], past[-keep:, 1] = hm.levels[-keep:], hm.trends[-keep:]
+        seed(HOLT, hm.insample_errors)
+    seasonal_state: SeasonalState | None = None
+    if method in ("auto", "seasonal") and period is not None and n >= 2 * period:
+        start_params = None if s.seasonal is None else HoltParams(*s.seasonal.holt[:3])
+        sm = fit_seasonal(
+            y, period, start_index=start, damped=config.damped, step_seconds=step, holt_start=start_params
+        )
+        seasonal_state = SeasonalState(period, tuple(sm.profile.tolist()), _holt_state(sm.holt))
+        past[-keep:, 2], past[-keep:, 3] = sm.holt.levels[-keep:], sm.holt.trends[-keep:]
+        seed(SEASONAL, sm.insample_errors)
+    seed(LAST, lambda h: y[h:] - y[:-h] if n > h else np.empty(0))
+    if period is not None:
+        lags = {int(h): int(seasonal_naive_lag(int(h), period)) for h in hs}
+        seed(SNAIVE, lambda h: _lagged_errors(y, h, lags[h]))
+    return replace(
+        s,
+        last_refit_index=s.history.end_index,
+        period_steps=period,
+        holt=holt_state,
+        seasonal=seasonal_state,
+        past=frozen(past),
+        errors=frozen(errors),
+    )
+
+
+def _lagged_errors(y: np.ndarray, h: int, lag: int) -> np.ndarray:
+    """Errors at targets h..n-1 of forecasting y[t] by y[t - lag] (NaN where that is before the data)."""
+    out = np.full(max(0, len(y) - h), np.nan)
+    if len(y) > lag:
+        out[lag - h :] = y[lag:] - y[:-lag]
+    return out
+
+
+def predict(
+    config: ForecastConfig,
+    state: ForecastState,
+    horizon_seconds: float,
+    quantiles: Sequence[float] = (0.5, 0.9),
+    *,
+    window: Literal["max", "at"] = "max",
+) -> Forecast:
+    """Demand forecast `horizon_seconds` after the newest observation; never negative, always finite.
+
+    `window="max"` (default): point and quantiles are the maxima over the buckets in (now, now+horizon].
+    `window="at"`: values for the bucket containing now+horizon. Quantiles come from the empirical
+    errors at that horizon (interpolated between tracked horizons). For `method="auto"` the model is the
+    one whose calibrated band had the lowest pinball loss at this horizon and the highest requested q.
+    """
+    qs = tuple(float(q) for q in quantiles)
+    if any(not (0.0 < q < 1.0) for q in qs):
+        raise ValueError(f"quantiles must be strictly between 0 and 1, got {list(qs)}")
+    if not math.isfinite(horizon_seconds) or horizon_seconds < 0:
+        raise ValueError(f"horizon_seconds must be a finite number >= 0, got {horizon_seconds}")
+    if state.bucket_index is None or state.bucket_count == 0:
+        return Forecast(0.0, dict.fromkeys(qs, 0.0), "last", horizon_seconds)
+    if not _fits(config, state):
+        raise ValueError(
+            "state was built for a different ForecastConfig (history, horizons or error_samples)"
+        )
+    s = _close_bucket(config, state, state.bucket_sum / state.bucket_count, record_errors=False)
+    origin = s.history.end_index - 1
+    target = math.floor((state.last_t_seconds + horizon_seconds) / config.step_seconds + _EPS)
+    k = max(1, target - origin)
+    steps = np.arange(1, k + 1) if window == "max" else np.array([k])
+    order = np.argsort(qs)
+    sorted_qs = [qs[i] for i in order]
+    chosen = _choose(config, s, k, max(qs))
+    if chosen is None:
+        point = s.history.last()
+        recent = s.history.to_array()[-max(1, round(3600 / config.step_seconds)) :]
+        sd = max(float(np.std(recent)), WIDE_BAND_RELATIVE * abs(point)) * FALLBACK_INFLATION
+        paths = np.full(len(steps), point)
+        offsets = np.tile(normal_offsets(sd / FALLBACK_INFLATION, 1, sorted_qs), (len(steps), 1))
+        name = "last"
+    else:
+        paths = _point_path(s, chosen, steps)
+        offsets = _offsets(config, s, chosen, steps, sorted_qs)
+        name = MODEL_METHODS[chosen]
+    values = np.nan_to_num(paths[:, None] + offsets, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0)
+    point_value = float(np.nan_to_num(paths, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0).max())
+    per_q = np.maximum.accumulate(values.max(axis=0))  # max over the window; monotone in q
+    result = {sorted_qs[i]: float(per_q[i]) for i in range(len(sorted_qs))}
+    return Forecast(point_value, {q: result[q] for q in qs}, name, horizon_seconds)
+
+
+def _available(s: ForecastState) -> dict[int, bool]:
+    fitted = s.last_refit_index is not None
+    return {
+        HOLT: s.holt is not None,
+        SEASONAL: s.seasonal is not None,
+        LAST: fitted,
+        SNAIVE: fitted and s.period_steps is not None,
+    }
+
+
+def _nearest_horizon(config: ForecastConfig, k: int) -> int:
+    hs = _horizons(config)
+    return min(int(np.searchsorted(hs, k)), len(hs) - 1)
+
+
+def _choose(config: ForecastConfig, s: ForecastState, k: int, q: float) -> int | None:
+    available = _available(s)
+    if config.method != "auto":
+        return next((m for m in FALLBACK[config.method] if available[m]), None)
+    hi = _nearest_horizon(config, k)
+    best, best_loss = None, math.inf
+    for m in AUTO_PREFERENCE:
+        if not available[m]:
+            continue
+        loss = band_pinball(s.errors[:, m, hi], q)
+        if best is None or (loss is not None and loss < best_loss):
+            best, best_loss = m, (loss if loss is not None else math.inf)
+    return best
+
+
+def _point_path(s: ForecastState, m: int, steps: np.ndarray) -> np.ndarray:
+    origin = s.history.end_index - 1
+    if m == HOLT and s.holt is not None:
+        result: np.ndarray = s.holt.level + s.holt.trend * trend_multipliers(s.holt.phi, steps)
+        return result
+    if m == SEASONAL and s.seasonal is not None:
+        h = s.seasonal.holt
+        profile = np.asarray(s.seasonal.profile)
+        result = (
+            h.level + h.trend * trend_multipliers(h.phi, steps) + profile[(origin + steps) % len(profile)]
+        )
+        return result
+    if m == SNAIVE and s.period_steps is not None:
+        lags = seasonal_naive_lag(steps, s.period_steps)
+        return np.array([s.history.get(int(origin + h - lag)) for h, lag in zip(steps, lags, strict=True)])
+    return np.full(len(steps), s.history.last())
+
+
+def _sigma(s: ForecastState, m: int) -> float:
+    if m == HOLT and s.holt is not None:
+        return s.holt.sigma
+    if m == SEASONAL and s.seasonal is not None:
+        return s.seasonal.holt.sigma
+    recent = s.history.to_array()[-512:]
+    return float(np.std(np.diff(recent))) if len(recent) > 2 else 0.0
+
+
+def _offsets(
+    config: ForecastConfig, s: ForecastState, m: int, steps: np.ndarray, qs: Sequence[float]
+) -> np.ndarray:
+    """Band offsets [len(steps), len(qs)]: empirical error quantiles at each tracked horizon (normal
+    fallback where too few), linear in h between tracked horizons, growing like sqrt(h) beyond."""
+    hs = _horizons(config)
+    sigma = _sigma(s, m)
+    table = np.empty((len(hs), len(qs)))
+    for i, h in enumerate(hs):
+        emp = empirical_offsets(s.errors[:, m, i], qs)
+        table[i] = emp if emp is not None else normal_offsets(sigma, float(h), qs)
+    out = np.empty((len(steps), len(qs)))
+    for j in range(len(qs)):
+        out[:, j] = np.interp(steps, hs, table[:, j])
+    beyond = steps > hs[-1]
+    if beyond.any():
+        out[beyond] = table[-1] * np.sqrt(steps[beyond] / hs[-1])[:, None]
+    return out

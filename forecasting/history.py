@@ -67,11 +67,11 @@ class History:
 
     def get(self, index: int) -> float:
         """Value of bucket `index`, or NaN when it is not (or no longer) stored."""
-        offset = index - (self.end_index - len(self))
-        if offset < 0 or offset >= len(self):
+        stored = self.size if self.size < self.capacity else self.capacity
+        offset = index - self.end_index + stored
+        if offset < 0 or offset >= stored:
             return float("nan")
-        pos = offset + (self.size - len(self))
-        chunk, within = divmod(pos, CHUNK)
+        chunk, within = divmod(offset + self.size - stored, CHUNK)
         if chunk < len(self.chunks):
             return float(self.chunks[chunk][within])
         return float(self.tail[within])

@@ -55,15 +55,37 @@ class Forecast:
     horizon_seconds: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Shapes derived from a config, computed once per config (configs are frozen and hashable)."""
+
+    horizons: np.ndarray  # tracked horizons in buckets, ascending
+    horizons_key: tuple[int, ...]
+    history_steps: int
+    past_shape: tuple[int, int]
+    errors_shape: tuple[int, int, int]
+
+
 @lru_cache(maxsize=64)
+def _layout(config: ForecastConfig) -> _Layout:
+    key = config.tracked_horizon_steps
+    return _Layout(
+        frozen(np.array(key, dtype=int)),
+        key,
+        config.history_steps,
+        (key[-1], PAST_COLUMNS),
+        (config.error_samples, len(MODEL_METHODS), len(key)),
+    )
+
+
 def _horizons(config: ForecastConfig) -> np.ndarray:
-    return frozen(np.array(config.tracked_horizon_steps, dtype=int))
+    return _layout(config).horizons
 
 
 def new_state(config: ForecastConfig) -> ForecastState:
-    hs = _horizons(config)
+    layout = _layout(config)
     return ForecastState(
-        history=History.empty(config.history_steps, 0),
+        history=History.empty(layout.history_steps, 0),
         bucket_index=None,
         bucket_sum=0.0,
         bucket_count=0,
@@ -72,17 +94,17 @@ def new_state(config: ForecastConfig) -> ForecastState:
         period_steps=None,
         holt=None,
         seasonal=None,
-        past=frozen(np.full((int(hs[-1]), PAST_COLUMNS), np.nan)),
-        errors=frozen(np.full((config.error_samples, len(MODEL_METHODS), len(hs)), np.nan, dtype=np.float32)),
+        past=frozen(np.full(layout.past_shape, np.nan)),
+        errors=frozen(np.full(layout.errors_shape, np.nan, dtype=np.float32)),
     )
 
 
 def _fits(config: ForecastConfig, state: ForecastState) -> bool:
-    hs = _horizons(config)
+    layout = _layout(config)
     return (
-        state.history.capacity == config.history_steps
-        and state.past.shape == (int(hs[-1]), PAST_COLUMNS)
-        and state.errors.shape == (config.error_samples, len(MODEL_METHODS), len(hs))
+        state.history.capacity == layout.history_steps
+        and state.past.shape == layout.past_shape
+        and state.errors.shape == layout.errors_shape
     )
 
 
@@ -110,7 +132,7 @@ def observe(config: ForecastConfig, state: ForecastState, t_seconds: float, valu
         )
     s = _close_bucket(config, state, state.bucket_sum / state.bucket_count, record_errors=True)
     missing = index - open_index - 1
-    if missing >= config.history_steps:  # a gap longer than the history: nothing left worth keeping
+    if missing >= _layout(config).history_steps:  # a gap longer than the history: nothing left worth keeping
         s = replace(new_state(config), history=History.empty(config.history_steps, index))
     else:
         carried = s.history.last()
@@ -118,7 +140,19 @@ def observe(config: ForecastConfig, state: ForecastState, t_seconds: float, valu
             s = _close_bucket(config, s, carried, record_errors=False)
     if _refit_due(config, s):
         s = _refit(config, s)
-    return replace(s, bucket_index=index, bucket_sum=value, bucket_count=1, last_t_seconds=t_seconds)
+    return ForecastState(
+        s.history,
+        index,
+        value,
+        1,
+        t_seconds,
+        s.last_refit_index,
+        s.period_steps,
+        s.holt,
+        s.seasonal,
+        s.past,
+        s.errors,
+    )
 
 
 def from_history(
@@ -164,40 +198,65 @@ def _close_bucket(
     config: ForecastConfig, s: ForecastState, y: float, *, record_errors: bool
 ) -> ForecastState:
     j = s.history.end_index  # index of the bucket being closed
-    hs = _horizons(config)
+    layout = _layout(config)
+    hs = layout.horizons
     errors = s.errors
     holt, seasonal = s.holt, s.seasonal
     if record_errors and s.last_refit_index is not None:
         row = np.full((len(MODEL_METHODS), len(hs)), np.nan)
-        origins = s.past[-hs]  # model states after closing bucket j - h, for each tracked h
+        origins = s.past[-hs]  # value and model states after closing bucket j - h, for each tracked h
+        row[LAST] = y - origins[:, 0]
         if holt is not None:
-            row[HOLT] = y - (origins[:, 0] + origins[:, 1] * trend_multipliers(holt.phi, hs))
+            row[HOLT] = y - (origins[:, 1] + origins[:, 2] * _trend_weights(holt.phi, layout.horizons_key))
         if seasonal is not None:
-            sh = seasonal.holt
-            f = origins[:, 2] + origins[:, 3] * trend_multipliers(sh.phi, hs)
+            f = origins[:, 3] + origins[:, 4] * _trend_weights(seasonal.holt.phi, layout.horizons_key)
             row[SEASONAL] = y - (f + seasonal.profile[j % seasonal.period_steps])
-        history = s.history
-        row[LAST] = [y - history.get(j - int(h)) for h in hs]
         if s.period_steps is not None:
-            row[SNAIVE] = [y - history.get(j - int(lag)) for lag in seasonal_naive_lag(hs, s.period_steps)]
+            lags = _snaive_lags(s.period_steps, layout.horizons_key)
+            if len(lags) == 1:  # every tracked horizon within one season looks back exactly one season
+                row[SNAIVE] = y - s.history.get(j - lags[0])
+            else:
+                row[SNAIVE] = [y - s.history.get(j - lag) for lag in lags]
         new_errors = np.empty_like(errors)
         new_errors[:-1] = errors[1:]
         new_errors[-1] = row
         errors = frozen(new_errors)
-    past_row = np.full(PAST_COLUMNS, np.nan)
+    past = np.empty_like(s.past)
+    past[:-1] = s.past[1:]
+    past[-1] = np.nan
+    past[-1, 0] = y
     if holt is not None:
         holt = _holt_step(holt, y)
-        past_row[0:2] = holt.level, holt.trend
+        past[-1, 1:3] = holt.level, holt.trend
     if seasonal is not None:
         sh = _holt_step(seasonal.holt, y - seasonal.profile[j % seasonal.period_steps])
         seasonal = SeasonalState(seasonal.period_steps, seasonal.profile, sh)
-        past_row[2:4] = sh.level, sh.trend
-    past = np.empty_like(s.past)
-    past[:-1] = s.past[1:]
-    past[-1] = past_row
-    return replace(
-        s, history=s.history.append(y), holt=holt, seasonal=seasonal, past=frozen(past), errors=errors
+        past[-1, 3:5] = sh.level, sh.trend
+    return ForecastState(
+        s.history.append(y),
+        s.bucket_index,
+        s.bucket_sum,
+        s.bucket_count,
+        s.last_t_seconds,
+        s.last_refit_index,
+        s.period_steps,
+        holt,
+        seasonal,
+        frozen(past),
+        errors,
     )
+
+
+@lru_cache(maxsize=256)
+def _trend_weights(phi: float, hs: tuple[int, ...]) -> np.ndarray:
+    return frozen(trend_multipliers(phi, np.asarray(hs)))
+
+
+@lru_cache(maxsize=64)
+def _snaive_lags(period_steps: int, hs: tuple[int, ...]) -> tuple[int, ...]:
+    """Look-back per tracked horizon, or a single look-back when it is the same for all."""
+    lags = [int(x) for x in seasonal_naive_lag(np.asarray(hs), period_steps)]
+    return tuple(lags) if len(set(lags)) > 1 else (lags[0],)
 
 
 def _holt_step(h: HoltState, y: float) -> HoltState:
@@ -227,6 +286,7 @@ def _refit(config: ForecastConfig, s: ForecastState) -> ForecastState:
     past = np.full_like(s.past, np.nan)
     errors = np.full(s.errors.shape, np.nan, dtype=np.float32)
     keep = min(len(past), n)
+    past[-keep:, 0] = y[-keep:]
     r = int(s.errors.shape[0])
 
     def seed(method_index: int, insample: Callable[[int], np.ndarray]) -> None:
@@ -241,7 +301,7 @@ def _refit(config: ForecastConfig, s: ForecastState) -> ForecastState:
         start_params = None if s.holt is None else HoltParams(*s.holt[:3])
         hm = fit_holt(y, damped=config.damped, step_seconds=step, start=start_params)
         holt_state = _holt_state(hm)
-        past[-keep:, 0], past[-keep:, 1] = hm.levels[-keep:], hm.trends[-keep:]
+        past[-keep:, 1], past[-keep:, 2] = hm.levels[-keep:], hm.trends[-keep:]
         seed(HOLT, hm.insample_errors)
     seasonal_state: SeasonalState | None = None
     if method in ("auto", "seasonal") and period is not None and n >= 2 * period:
@@ -250,7 +310,7 @@ def _refit(config: ForecastConfig, s: ForecastState) -> ForecastState:
             y, period, start_index=start, damped=config.damped, step_seconds=step, holt_start=start_params
         )
         seasonal_state = SeasonalState(period, tuple(sm.profile.tolist()), _holt_state(sm.holt))
-        past[-keep:, 2], past[-keep:, 3] = sm.holt.levels[-keep:], sm.holt.trends[-keep:]
+        past[-keep:, 3], past[-keep:, 4] = sm.holt.levels[-keep:], sm.holt.trends[-keep:]
         seed(SEASONAL, sm.insample_errors)
     seed(LAST, lambda h: y[h:] - y[:-h] if n > h else np.empty(0))
     if period is not None:

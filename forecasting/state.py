@@ -16,7 +16,7 @@ from forecasting.history import History
 
 STATE_VERSION = 1
 MODEL_METHODS = ("holt", "seasonal", "last", "seasonal-naive")  # axis 1 of `errors`
-PAST_COLUMNS = 4  # holt level, holt trend, seasonal-residual level, seasonal-residual trend
+PAST_COLUMNS = 5  # bucket value, holt level, holt trend, seasonal-residual level, seasonal-residual trend
 
 
 class HoltState(NamedTuple):
@@ -50,7 +50,9 @@ class ForecastState:
     period_steps: int | None  # season used by seasonal-naive and seasonal
     holt: HoltState | None
     seasonal: SeasonalState | None
-    past: np.ndarray  # [max tracked horizon, PAST_COLUMNS]: model states after recent closes (NaN: none)
+    past: (
+        np.ndarray
+    )  # [max tracked horizon, PAST_COLUMNS]: values and model states after recent closes (NaN: none)
     errors: np.ndarray  # [error_samples, len(MODEL_METHODS), tracked horizons]: actual - forecast (NaN: none)
 
     def __eq__(self, other: object) -> bool:

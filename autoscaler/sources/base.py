@@ -7,11 +7,13 @@ the Kubernetes API. A source never turns a failure into a zero: a value it could
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
-from autoscaler.core.signals import Signals
+from autoscaler.core.signals import Measured, Signals
 from autoscaler.policy import ModelScalingPolicy
+from autoscaler.sources.engines import SignalName
 
 
 class MetricsSource(Protocol):
@@ -20,3 +22,26 @@ class MetricsSource(Protocol):
         all policies, so sources batch their queries (one PromQL query per signal, not per policy).
         Policies the source knows nothing about map to `Signals()` (all missing), never to zeros."""
         ...
+
+
+def load_signals(values: Mapping[SignalName, Measured], base: Signals | None = None) -> Signals:
+    """`base` (default: all missing) with the given load signals set; other fields are kept."""
+    b = base if base is not None else Signals()
+    g = values.get
+    return replace(
+        b,
+        request_rate=g(SignalName.REQUEST_RATE, b.request_rate),
+        prompt_tokens_rate=g(SignalName.PROMPT_TOKENS_RATE, b.prompt_tokens_rate),
+        generation_tokens_rate=g(SignalName.GENERATION_TOKENS_RATE, b.generation_tokens_rate),
+        running=g(SignalName.RUNNING, b.running),
+        waiting=g(SignalName.WAITING, b.waiting),
+        kv_cache_usage=g(SignalName.KV_CACHE_USAGE, b.kv_cache_usage),
+        queue_time_p90_seconds=g(SignalName.QUEUE_TIME_P90, b.queue_time_p90_seconds),
+        ttft_p90_seconds=g(SignalName.TTFT_P90, b.ttft_p90_seconds),
+    )
+
+
+def load_signal(signals: Signals, name: SignalName) -> Measured:
+    """The load signal `name` of `signals`."""
+    m: Measured = getattr(signals, name.value)
+    return m

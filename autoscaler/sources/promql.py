@@ -1,0 +1,174 @@
+"""PromQL for the signals, batched: one query per signal for every model that shares an engine, a
+Prometheus and a label selector. The live source evaluates these with `/api/v1/query`, the backtest
+with `/api/v1/query_range`, so both read the same numbers.
+
+Series are summed `by (namespace, <model label>)`: across pods, and across a data-parallel engine's
+per-engine series (vLLM's `engine` label), which are simply not in the `by` clause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from autoscaler.policy import ModelScalingPolicy
+from autoscaler.sources.engines import (
+    QUANTILE,
+    SIGNAL_KIND,
+    EngineMetrics,
+    MetricRef,
+    SignalName,
+    engine_metrics,
+)
+
+# Marks the per-model freshness query (newest sample time of the model's queue gauge).
+FRESHNESS = "freshness"
+# Backtest-only: how many replicas exposed the queue gauge (series counted per scrape instance).
+REPLICAS = "replicas"
+
+_RE2_SPECIAL = set("\\.+*?()|[]{}^$")
+
+
+def promql_string(value: str) -> str:
+    """A double-quoted PromQL string literal."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def regex_literal(value: str) -> str:
+    """`value` as an RE2 pattern matching exactly itself."""
+    return "".join("\\" + c if c in _RE2_SPECIAL else c for c in value)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """Policies that can share one query per signal."""
+
+    url: str
+    engine: str
+    selector: tuple[tuple[str, str], ...]  # sorted labelSelector items
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedQuery:
+    group: GroupKey
+    signal: str  # a SignalName value, FRESHNESS or REPLICAS
+    promql: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    groups: dict[GroupKey, tuple[ModelScalingPolicy, ...]]
+    queries: tuple[PlannedQuery, ...]
+
+
+class PromQLBuilder:
+    """Builds the queries. `namespace_label` is the label the scrape config puts the pod's namespace
+    in (None: series carry no namespace and models are matched by name only); `window` is the
+    rate()/histogram window, at least 4 scrape intervals."""
+
+    def __init__(self, *, namespace_label: str | None = "namespace", window: str = "1m",
+                 filter_models: bool = True) -> None:
+        self.namespace_label = namespace_label
+        self.window = window
+        self.filter_models = filter_models
+
+    def by_labels(self, engine: EngineMetrics) -> tuple[str, ...]:
+        return tuple(x for x in (self.namespace_label, engine.model_label) if x)
+
+    def _selector(self, ref: MetricRef, suffix: str, matchers: Sequence[tuple[str, str, str]]) -> str:
+        parts = [f"{k}={promql_string(v)}" for k, v in ref.matchers]
+        parts += [f"{k}{op}{promql_string(v)}" for k, op, v in matchers]
+        return f"{ref.name}{suffix}{{{','.join(parts)}}}" if parts else f"{ref.name}{suffix}"
+
+    def _matchers(self, engine: EngineMetrics, selector: Iterable[tuple[str, str]],
+                  models: Sequence[str]) -> list[tuple[str, str, str]]:
+        out = [(k, "=", v) for k, v in selector]
+        if self.filter_models and engine.model_label and models and engine.model_label not in dict(selector):
+            names = sorted(set(models))
+            if len(names) == 1:
+                out.append((engine.model_label, "=", names[0]))
+            else:
+                out.append((engine.model_label, "=~", "|".join(regex_literal(m) for m in names)))
+        return out
+
+    @staticmethod
+    def _agg(op: str, by: Sequence[str], expr: str) -> str:
+        return f"{op} by ({', '.join(by)}) ({expr})" if by else f"{op}({expr})"
+
+    def signal_query(self, engine: EngineMetrics, signal: SignalName,
+                     selector: Iterable[tuple[str, str]] = (), models: Sequence[str] = ()) -> str | None:
+        """The query for one signal over all `models`, or None when the engine does not expose it."""
+        refs = engine.refs(signal)
+        if not refs:
+            return None
+        m = self._matchers(engine, tuple(selector), models)
+        by = self.by_labels(engine)
+        kind = SIGNAL_KIND[signal]
+        w = self.window
+        if kind == "rate":
+            return " or ".join(self._agg("sum", by, f"rate({self._selector(r, '', m)}[{w}])") for r in refs)
+        if kind == "sum":
+            return " or ".join(self._agg("sum", by, self._selector(r, "", m)) for r in refs)
+        if kind == "mean":
+            return " or ".join(self._agg("avg", by, self._selector(r, "", m)) for r in refs)
+        inner = " or ".join(
+            self._agg("sum", ("le", *by), f"rate({self._selector(r, '_bucket', m)}[{w}])") for r in refs
+        )
+        return f"histogram_quantile({QUANTILE}, {inner})"
+
+    def freshness_query(self, engine: EngineMetrics, selector: Iterable[tuple[str, str]] = (),
+                        models: Sequence[str] = ()) -> str | None:
+        """Newest sample time (unix seconds) of each model's queue gauge: the age of every signal."""
+        refs = engine.refs(SignalName.WAITING) or engine.refs(SignalName.RUNNING)
+        if not refs:
+            return None
+        m = self._matchers(engine, tuple(selector), models)
+        by = self.by_labels(engine)
+        return " or ".join(self._agg("max", by, f"timestamp({self._selector(r, '', m)})") for r in refs)
+
+    def replicas_query(self, engine: EngineMetrics, selector: Iterable[tuple[str, str]] = (),
+                       models: Sequence[str] = ()) -> str | None:
+        """Replicas that exposed metrics: one per scrape `instance` (DP engines counted once)."""
+        refs = engine.refs(SignalName.WAITING) or engine.refs(SignalName.RUNNING)
+        if not refs:
+            return None
+        m = self._matchers(engine, tuple(selector), models)
+        by = self.by_labels(engine)
+        per_instance = [self._agg("count", (*by, "instance"), self._selector(r, "", m)) for r in refs]
+        return " or ".join(self._agg("count", by, x) for x in per_instance)
+
+    def plan(self, policies: Sequence[ModelScalingPolicy], default_url: str,
+             extra: Sequence[str] = (FRESHNESS,)) -> QueryPlan:
+        """Group policies by (Prometheus URL, engine, labelSelector) and list one query per signal per
+        group. `extra` adds FRESHNESS and/or REPLICAS queries."""
+        groups: dict[GroupKey, list[ModelScalingPolicy]] = {}
+        for p in policies:
+            url = (p.spec.metrics.prometheus.url or default_url).rstrip("/")
+            key = GroupKey(url, p.spec.model.engine, tuple(sorted(p.spec.metrics.label_selector.items())))
+            groups.setdefault(key, []).append(p)
+        queries: list[PlannedQuery] = []
+        for key, members in groups.items():
+            engine = engine_metrics(key.engine)
+            models = [p.spec.model.name for p in members]
+            for s in SignalName:
+                q = self.signal_query(engine, s, key.selector, models)
+                if q is not None:
+                    queries.append(PlannedQuery(key, s.value, q))
+            for e in extra:
+                build = self.freshness_query if e == FRESHNESS else self.replicas_query
+                q = build(engine, key.selector, models)
+                if q is not None:
+                    queries.append(PlannedQuery(key, e, q))
+        return QueryPlan({k: tuple(v) for k, v in groups.items()}, tuple(queries))
+
+    def series_key(self, engine: EngineMetrics, labels: Mapping[str, str]) -> tuple[str, str]:
+        """(namespace, model) of one result series; "" where the label is absent."""
+        ns = labels.get(self.namespace_label, "") if self.namespace_label else ""
+        model = labels.get(engine.model_label, "") if engine.model_label else ""
+        return ns, model
+
+    def policy_keys(self, engine: EngineMetrics, p: ModelScalingPolicy) -> tuple[tuple[str, str], ...]:
+        """Series keys that answer for policy `p`, most specific first: its namespace and model, then
+        the model in series without a namespace label."""
+        model = p.spec.model.name if engine.model_label else ""
+        return ((p.metadata.namespace, model), ("", model))

@@ -157,11 +157,12 @@ def decide(
     usable = factor * cap.target_utilization  # work one replica should carry
 
     # 2. Predictive.
-    fcfg = forecast_cfg or forecast_config(policy)
-    fstate = observe(fcfg, state.forecast or new_state(fcfg), now, offered)
+    fstate = state.forecast
     forecast_work: float | None = None
     predictive = 0
     if policy.forecast.enabled:
+        fcfg = forecast_cfg or forecast_config(policy)
+        fstate = observe(fcfg, fstate or new_state(fcfg), now, offered)
         q = policy.forecast.quantile
         fc = predict(fcfg, fstate, lead.high_seconds, (q,))
         forecast_work = fc.quantiles.get(q, fc.point)
@@ -263,7 +264,7 @@ def decide(
     if desired > top:
         desired, reason = top, Reason.SCALE_DOWN_MAX
 
-    new_state = replace(
+    next_state = replace(
         state,
         recommendations=recs,
         decisions=(*decisions, (now, desired)),
@@ -286,7 +287,7 @@ def decide(
         unschedulable_stuck=stuck,
         message=_message(reason, desired, current, binding, raw, stuck),
     )
-    return DecisionResult(d, new_state)
+    return DecisionResult(d, next_state)
 
 
 def _missing_metrics(
@@ -303,8 +304,8 @@ def _missing_metrics(
     window = stabilization_window_seconds(policy, lead)
     recs = (*_prune(state.recommendations, now - window), (now, desired))
     longest = max(policy.scale_up.period_seconds, policy.scale_down.period_seconds)
-    new_state = replace(state, recommendations=recs, decisions=(*_prune(state.decisions, now - longest), (now, desired)),
-                        last_waiting=None)
+    next_state = replace(state, recommendations=recs,
+                         decisions=(*_prune(state.decisions, now - longest), (now, desired)), last_waiting=None)
     d = Decision(
         desired_replicas=desired,
         current_replicas=current,
@@ -318,7 +319,7 @@ def _missing_metrics(
         unschedulable_stuck=0,
         message=f"demand metrics missing or stale: {action.action} at {desired} (never scale down on unknown data)",
     )
-    return DecisionResult(d, new_state)
+    return DecisionResult(d, next_state)
 
 
 def _message(reason: Reason, desired: int, current: int, binding: str, raw: int, stuck: int) -> str:

@@ -1,0 +1,228 @@
+"""Where each of a target's pods is in its cold start, and which stages it has completed.
+
+Stages, from the pod's own timestamps:
+- scheduling / node_provisioning: creation -> `PodScheduled=True`. It is node provisioning when the pod
+  was seen `Unschedulable`, had a scale-up event (`TriggeredScaleUp`, `Nominated`, `FailedScheduling`),
+  or landed on a node created after the pod.
+- image_pull: the kubelet `Pulled` events of the main containers (sum; cached if all were present).
+- weight_load: the KServe `storage-initializer` init container (startedAt -> finishedAt). Without one,
+  an annotation `autoscaler.inference.dev/weights-loaded-at` (RFC 3339, set by the serving image or a
+  sidecar) splits container start -> Ready into weight_load + warmup.
+- warmup: main container start (or weights loaded) -> `Ready=True`. With neither an init container nor
+  the annotation, weight loading cannot be told apart from warmup, so container start -> Ready is all
+  reported as warmup (the weight_load prior then stays a prior).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autoscaler.core.signals import ReplicaCounts, Stage, StartingReplica
+from autoscaler.observe.pull_events import parse_pulled
+from autoscaler.observe.selector import LabelSelector
+from autoscaler.observe.timefmt import parse_time
+
+Pod = Mapping[str, Any]
+WEIGHTS_LOADED_ANNOTATION = "autoscaler.inference.dev/weights-loaded-at"
+SCALE_UP_EVENT_REASONS = frozenset({"TriggeredScaleUp", "Nominated", "FailedScheduling"})
+INTERESTING_EVENT_REASONS = SCALE_UP_EVENT_REASONS | {"Pulled"}
+
+
+def _condition(pod: Pod, kind: str) -> Mapping[str, Any] | None:
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == kind:
+            return c
+    return None
+
+
+def _true_at(pod: Pod, kind: str) -> float | None:
+    c = _condition(pod, kind)
+    return parse_time(c.get("lastTransitionTime")) if c and c.get("status") == "True" else None
+
+
+def is_ready(pod: Pod) -> bool:
+    c = _condition(pod, "Ready")
+    return bool(c and c.get("status") == "True")
+
+
+def is_terminating(pod: Pod) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def is_finished(pod: Pod) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def is_unschedulable(pod: Pod) -> bool:
+    c = _condition(pod, "PodScheduled")
+    return bool(c and c.get("status") == "False" and c.get("reason") == "Unschedulable")
+
+
+def _storage_initializer(pod: Pod) -> Mapping[str, Any] | None:
+    for s in (pod.get("status") or {}).get("initContainerStatuses") or ():
+        if "storage-initializer" in s.get("name", ""):
+            return s
+    return None
+
+
+def _main_started_at(pod: Pod) -> float | None:
+    """When the last main container started running; None unless all are running."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    if not statuses:
+        return None
+    times = []
+    for s in statuses:
+        t = parse_time(((s.get("state") or {}).get("running") or {}).get("startedAt"))
+        if t is None:
+            return None
+        times.append(t)
+    return max(times)
+
+
+def _weights_loaded_at(pod: Pod) -> float | None:
+    return parse_time(((pod.get("metadata") or {}).get("annotations") or {}).get(WEIGHTS_LOADED_ANNOTATION))
+
+
+def starting_stage(pod: Pod, now: float) -> StartingReplica:
+    """The stage a not-yet-ready pod is in, how long it has existed and how long it has been in the stage."""
+    created = parse_time((pod.get("metadata") or {}).get("creationTimestamp")) or now
+    age = max(0.0, now - created)
+    scheduled_at = _true_at(pod, "PodScheduled")
+    if scheduled_at is None:
+        unsched = is_unschedulable(pod)
+        return StartingReplica("node_provisioning" if unsched else "scheduling", age, age, unsched)
+    init = _storage_initializer(pod)
+    stage: Stage
+    if init is not None and (init.get("state") or {}).get("running"):
+        since = parse_time(init["state"]["running"].get("startedAt")) or scheduled_at
+        stage = "weight_load"
+    else:
+        started = _main_started_at(pod)
+        if started is None:
+            finished = parse_time(((init or {}).get("state") or {}).get("terminated", {}).get("finishedAt"))
+            since, stage = max(scheduled_at, finished or scheduled_at), "image_pull"
+        else:
+            loaded = _weights_loaded_at(pod)
+            since, stage = (loaded, "warmup") if loaded is not None else (started, "warmup")
+    return StartingReplica(stage, age, max(0.0, now - since), False)
+
+
+def replica_counts(desired: int, pods: Iterable[Pod], now: float) -> ReplicaCounts:
+    ready = terminating = 0
+    starting: list[StartingReplica] = []
+    for pod in pods:
+        if is_finished(pod):
+            continue
+        if is_terminating(pod):
+            terminating += 1
+        elif is_ready(pod):
+            ready += 1
+        else:
+            starting.append(starting_stage(pod, now))
+    return ReplicaCounts(desired=desired, ready=ready, starting=tuple(starting), terminating=terminating)
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedStage:
+    stage: Stage
+    seconds: float
+    situation: str
+    completed_at: float
+
+
+def _event_time(ev: Mapping[str, Any]) -> float | None:
+    return (
+        parse_time(ev.get("lastTimestamp"))
+        or parse_time(ev.get("eventTime"))
+        or parse_time(ev.get("firstTimestamp"))
+        or parse_time((ev.get("metadata") or {}).get("creationTimestamp"))
+    )
+
+
+def completed_stages(
+    pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, seen_unschedulable: bool
+) -> list[CompletedStage]:
+    """Every cold-start stage this pod has finished, with its duration and when it finished."""
+    out: list[CompletedStage] = []
+    created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    scheduled_at = _true_at(pod, "PodScheduled")
+    events = list(events)
+    if created is not None and scheduled_at is not None:
+        provisioned = (
+            seen_unschedulable
+            or any(e.get("reason") in SCALE_UP_EVENT_REASONS for e in events)
+            or (node_created_at is not None and node_created_at > created)
+        )
+        out.append(
+            CompletedStage(
+                "node_provisioning" if provisioned else "scheduling",
+                max(0.0, scheduled_at - created),
+                "default",
+                scheduled_at,
+            )
+        )
+
+    # Image pull: one Pulled event per main container.
+    containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]
+    pulls: dict[str, tuple[float, bool, float]] = {}
+    for e in events:
+        if e.get("reason") != "Pulled":
+            continue
+        path = (e.get("involvedObject") or {}).get("fieldPath") or ""
+        if not path.startswith("spec.containers{"):
+            continue
+        name = path[len("spec.containers{") : -1]
+        pull = parse_pulled(e.get("message") or e.get("note") or "")
+        at = _event_time(e)
+        if pull is not None and at is not None:
+            pulls[name] = (pull.seconds, pull.cached, at)
+    if containers and all(c in pulls for c in containers):
+        cached = all(p[1] for p in pulls.values())
+        out.append(
+            CompletedStage(
+                "image_pull",
+                sum(p[0] for p in pulls.values()),
+                "cached" if cached else "uncached",
+                max(p[2] for p in pulls.values()),
+            )
+        )
+
+    started = _main_started_at(pod)
+    init = _storage_initializer(pod)
+    warm_from = started
+    term = ((init or {}).get("state") or {}).get("terminated") or {}
+    if init is not None and term.get("exitCode") == 0:
+        t0, t1 = parse_time(term.get("startedAt")), parse_time(term.get("finishedAt"))
+        if t0 is not None and t1 is not None and t1 >= t0:
+            out.append(CompletedStage("weight_load", t1 - t0, "default", t1))
+    elif started is not None:
+        loaded = _weights_loaded_at(pod)
+        if loaded is not None and loaded >= started:
+            out.append(CompletedStage("weight_load", loaded - started, "default", loaded))
+            warm_from = loaded
+    ready_at = _true_at(pod, "Ready")
+    if ready_at is not None and warm_from is not None and ready_at >= warm_from:
+        out.append(CompletedStage("warmup", ready_at - warm_from, "default", ready_at))
+    return out
+
+
+class PodIndex:
+    """Pods by namespace, for selecting a target's pods without one API call per policy."""
+
+    def __init__(self, pods: Iterable[Pod]):
+        self.by_namespace: dict[str, list[Pod]] = {}
+        for p in pods:
+            ns = (p.get("metadata") or {}).get("namespace", "")
+            self.by_namespace.setdefault(ns, []).append(p)
+
+    def select(self, namespace: str, selector: str | None) -> list[Pod]:
+        if not selector:
+            return []  # no selector: we cannot tell which pods are the target's
+        sel = LabelSelector(selector)
+        return [
+            p
+            for p in self.by_namespace.get(namespace, ())
+            if sel.matches((p.get("metadata") or {}).get("labels"))
+        ]

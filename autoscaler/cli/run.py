@@ -1,0 +1,151 @@
+"""`inference-autoscaler run`: the Kubernetes controller."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+import click
+
+IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _api_client(kubeconfig: str | None, context: str | None) -> object:
+    from kubernetes import client, config
+
+    if kubeconfig or context:
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+        return client.ApiClient(cfg)
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    return client.ApiClient()
+
+
+def _own_namespace() -> str:
+    try:
+        return IN_CLUSTER_NAMESPACE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+@click.command("run")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig file; default: in-cluster ServiceAccount, then ~/.kube/config",
+)
+@click.option("--context", default=None, help="kubeconfig context")
+@click.option("--namespaces", default="", help="comma-separated namespaces to watch; default: all")
+@click.option(
+    "--prometheus-url",
+    default=None,
+    envvar="PROMETHEUS_URL",
+    help="default Prometheus for policies that name none (else those are scraped directly)",
+)
+@click.option("--metrics-port", type=int, default=8080, show_default=True, help="/metrics port (0: off)")
+@click.option(
+    "--health-port", type=int, default=8081, show_default=True, help="/healthz and /readyz port (0: off)"
+)
+@click.option(
+    "--leader-elect/--no-leader-elect",
+    default=False,
+    show_default=True,
+    help="elect a leader on a Lease so only one replica acts",
+)
+@click.option("--lease-namespace", default=None, help="namespace of the Lease; default: the controller's own")
+@click.option("--lease-name", default="inference-autoscaler", show_default=True)
+@click.option("--lease-duration", type=float, default=15.0, show_default=True, help="seconds")
+@click.option("--renew-deadline", type=float, default=10.0, show_default=True, help="seconds")
+@click.option("--retry-period", type=float, default=2.0, show_default=True, help="seconds")
+@click.option("--dry-run", is_flag=True, help="decide and record in status/events; never write to targets")
+@click.option("--once", is_flag=True, help="sync, run one tick, exit")
+@click.option(
+    "--max-backoff",
+    type=float,
+    default=300.0,
+    show_default=True,
+    help="cap (seconds) of the per-policy backoff after API errors",
+)
+@click.option(
+    "--log-level", default="info", show_default=True, type=click.Choice(["debug", "info", "warning", "error"])
+)
+@click.option("--log-format", default="json", show_default=True, type=click.Choice(["json", "text"]))
+def run(
+    kubeconfig: str | None,
+    context: str | None,
+    namespaces: str,
+    prometheus_url: str | None,
+    metrics_port: int,
+    health_port: int,
+    leader_elect: bool,
+    lease_namespace: str | None,
+    lease_name: str,
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
+    dry_run: bool,
+    once: bool,
+    max_backoff: float,
+    log_level: str,
+    log_format: str,
+) -> None:
+    """Run the controller: watch ModelScalingPolicy resources and scale their targets."""
+    from autoscaler.controller import jsonlog
+    from autoscaler.controller.manager import Controller, ControllerConfig
+    from autoscaler.controller.metric_source import build_source, source_registry
+
+    jsonlog.setup(log_level, log_format == "json")
+    log = logging.getLogger("autoscaler.run")
+    try:
+        cfg = ControllerConfig(
+            namespaces=[n.strip() for n in namespaces.split(",") if n.strip()],
+            dry_run=dry_run,
+            leader_elect=leader_elect,
+            lease_namespace=lease_namespace or _own_namespace(),
+            lease_name=lease_name,
+            lease_duration_seconds=lease_duration,
+            renew_deadline_seconds=renew_deadline,
+            retry_period_seconds=retry_period,
+            metrics_port=metrics_port or None,
+            health_port=health_port or None,
+            max_backoff_seconds=max_backoff,
+        )
+        api = _api_client(kubeconfig, context)
+    except Exception as e:
+        raise click.ClickException(f"cannot configure the Kubernetes client: {e}") from None
+    holder: dict[str, Controller] = {}
+    source = build_source(prometheus_url, lambda key: holder["c"].pod_addresses(key))
+    try:
+        controller = Controller(api, source, cfg, extra_registries=[source_registry()])
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    holder["c"] = controller
+    if once:
+        report = controller.run_once()
+        log.info(
+            "one tick done",
+            extra={
+                "due": report.due,
+                "reconciled": report.reconciled,
+                "writes": report.writes,
+                "errors": report.errors,
+                "invalid": report.invalid,
+                "notLeader": report.skipped_not_leader,
+            },
+        )
+        sys.exit(1 if report.errors else 0)
+
+    def _stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %s: shutting down", signal.Signals(signum).name)
+        controller.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    controller.run()

@@ -1,0 +1,102 @@
+"""Kubernetes events (core/v1) on scale actions and problems, deduplicated like the kubelet's correlator.
+
+The same (object, type, reason, message) within `dedupe_window_seconds` updates the existing event's
+count and lastTimestamp (at most once per `min_update_interval_seconds`) instead of creating another.
+Failing to record an event is logged and never fails a reconcile.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from autoscaler.observe.timefmt import format_micro_time, format_time
+from autoscaler.targets.api import ApiException, call_json
+
+log = logging.getLogger(__name__)
+COMPONENT = "inference-autoscaler"
+
+
+@dataclass
+class _Sent:
+    name: str
+    namespace: str
+    count: int
+    first: float
+    last_sent: float
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        core: client.CoreV1Api,
+        instance: str,
+        clock: Callable[[], float] = time.time,
+        dedupe_window_seconds: float = 600.0,
+        min_update_interval_seconds: float = 60.0,
+    ):
+        self.core, self.instance, self.clock = core, instance, clock
+        self.window, self.min_update = dedupe_window_seconds, min_update_interval_seconds
+        self._sent: dict[tuple[str, ...], _Sent] = {}
+        self.created = self.updated = self.suppressed = 0
+
+    def record(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """`obj` is the involved object (its apiVersion, kind, metadata.name/namespace/uid are used)."""
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace", "default"), meta.get("name", "")
+        key = (ns, name, meta.get("uid", ""), type_, reason, message)
+        now = self.clock()
+        prev = self._sent.get(key)
+        try:
+            if prev is not None and now - prev.first < self.window:
+                prev.count += 1
+                if now - prev.last_sent < self.min_update:
+                    self.suppressed += 1
+                    return
+                call_json(
+                    self.core.patch_namespaced_event,
+                    prev.name,
+                    prev.namespace,
+                    {"count": prev.count, "lastTimestamp": format_time(now)},
+                )
+                prev.last_sent = now
+                self.updated += 1
+                return
+            ev_name = f"{name}.{uuid.uuid4().hex[:16]}"
+            body = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": ev_name, "namespace": ns},
+                "involvedObject": {
+                    "apiVersion": obj.get("apiVersion"),
+                    "kind": obj.get("kind"),
+                    "name": name,
+                    "namespace": ns,
+                    "uid": meta.get("uid"),
+                    "resourceVersion": meta.get("resourceVersion"),
+                },
+                "type": type_,
+                "reason": reason,
+                "message": message[:1024],
+                "count": 1,
+                "firstTimestamp": format_time(now),
+                "lastTimestamp": format_time(now),
+                "eventTime": format_micro_time(now),
+                "action": reason,
+                "source": {"component": COMPONENT},
+                "reportingComponent": COMPONENT,
+                "reportingInstance": self.instance[:128],
+            }
+            call_json(self.core.create_namespaced_event, ns, body)
+            self._sent[key] = _Sent(ev_name, ns, 1, now, now)
+            self.created += 1
+        except ApiException as e:
+            log.warning("could not record event %s on %s/%s: %s", reason, ns, name, e.reason)
+        if len(self._sent) > 10_000:
+            self._sent = {k: v for k, v in self._sent.items() if now - v.first < self.window}

@@ -1,0 +1,307 @@
+"""Wiring: informers, leader election, the tick loop, the HTTP endpoints and graceful shutdown."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from prometheus_client import CollectorRegistry
+
+from autoscaler.controller.events import EventRecorder
+from autoscaler.controller.informer import Informer, Obj
+from autoscaler.controller.leader import LeaderConfig, LeaderElector
+from autoscaler.controller.reconciler import Reconciler, TickReport
+from autoscaler.controller.server import check_route, metrics_route, serve
+from autoscaler.controller.telemetry import ChainedRegistry, ControllerMetrics
+from autoscaler.observe.pods import INTERESTING_EVENT_REASONS
+from autoscaler.policy import API_GROUP, PLURAL
+from autoscaler.sources.base import MetricsSource
+
+log = logging.getLogger(__name__)
+VERSION = "v1alpha1"
+
+
+def default_identity() -> str:
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class ControllerConfig:
+    namespaces: Sequence[str] = ()  # empty: all namespaces
+    dry_run: bool = False
+    leader_elect: bool = False
+    lease_namespace: str = "default"
+    lease_name: str = "inference-autoscaler"
+    identity: str = ""
+    lease_duration_seconds: float = 15.0
+    renew_deadline_seconds: float = 10.0
+    retry_period_seconds: float = 2.0
+    metrics_port: int | None = None
+    health_port: int | None = None
+    max_backoff_seconds: float = 300.0
+    loop_granularity_seconds: float = 1.0
+
+
+def trim_pod(pod: Obj) -> Obj:
+    """Only what cold-start observation, replica counting, GPU accounting and scraping read."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    return {
+        "metadata": {
+            k: meta.get(k)
+            for k in (
+                "name",
+                "namespace",
+                "uid",
+                "labels",
+                "annotations",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "resourceVersion",
+            )
+        },
+        "spec": {
+            "nodeName": spec.get("nodeName"),
+            "nodeSelector": spec.get("nodeSelector"),
+            "tolerations": spec.get("tolerations"),
+            "containers": [
+                {"name": c.get("name"), "image": c.get("image"), "resources": c.get("resources")}
+                for c in spec.get("containers") or ()
+            ],
+        },
+        "status": {
+            k: status.get(k)
+            for k in ("phase", "podIP", "conditions", "containerStatuses", "initContainerStatuses")
+        },
+    }
+
+
+def keep_event(ev: Obj) -> Obj | None:
+    if ev.get("reason") not in INTERESTING_EVENT_REASONS:
+        return None
+    return {
+        k: ev.get(k)
+        for k in (
+            "metadata",
+            "involvedObject",
+            "reason",
+            "message",
+            "firstTimestamp",
+            "lastTimestamp",
+            "eventTime",
+        )
+    }
+
+
+class Controller:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        source: MetricsSource,
+        config: ControllerConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        extra_registries: Sequence[CollectorRegistry] = (),
+    ):
+        self.config = config
+        self.clock = clock
+        self.identity = config.identity or default_identity()
+        custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
+        if config.namespaces:
+            self.policy_informers = [
+                Informer(
+                    f"policies/{ns}", custom.list_namespaced_custom_object, API_GROUP, VERSION, ns, PLURAL
+                )
+                for ns in config.namespaces
+            ]
+        else:
+            self.policy_informers = [
+                Informer("policies", custom.list_cluster_custom_object, API_GROUP, VERSION, PLURAL)
+            ]
+        # Pods across all namespaces: GPU accounting on nodes needs every pod, not only the models'.
+        self.pods = Informer(
+            "pods",
+            core.list_pod_for_all_namespaces,
+            transform=trim_pod,
+            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+        )
+        self.events = Informer(
+            "events",
+            core.list_event_for_all_namespaces,
+            transform=keep_event,
+            field_selector="involvedObject.kind=Pod",
+        )
+        self.nodes = Informer("nodes", core.list_node)
+        self.metrics = ControllerMetrics()
+        self.elector: LeaderElector | None = None
+        if config.leader_elect:
+            self.elector = LeaderElector(
+                client.CoordinationV1Api(api_client),
+                LeaderConfig(
+                    config.lease_namespace,
+                    config.lease_name,
+                    self.identity,
+                    config.lease_duration_seconds,
+                    config.renew_deadline_seconds,
+                    config.retry_period_seconds,
+                ),
+            )
+        self.recorder = EventRecorder(core, self.identity, clock)
+        self.source = source
+        self.reconciler = Reconciler(
+            api_client,
+            self.source,
+            list_policies=self._policies,
+            list_pods=self.pods.items,
+            list_events=self.events.items,
+            list_nodes=self.nodes.items,
+            recorder=self.recorder,
+            metrics=self.metrics,
+            dry_run=config.dry_run,
+            is_leader=self.is_leader,
+            max_backoff_seconds=config.max_backoff_seconds,
+        )
+        self.pods.on_change = lambda _kind, pod: self.reconciler.observer.note_pod(pod)
+        self.registry = ChainedRegistry([self.metrics.registry, *extra_registries])
+        self.stop_event = threading.Event()
+        self._servers: list[Any] = []
+        self.ticks = 0
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [*self.policy_informers, self.pods, self.events, self.nodes]
+
+    def _policies(self) -> list[Obj]:
+        out: list[Obj] = []
+        for inf in self.policy_informers:
+            out.extend(inf.items())
+        return out
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def pod_addresses(self, key: str) -> list[str]:
+        """Ready pod IPs of a policy's target as of the last tick (for the direct-scrape source)."""
+        rt = self.reconciler.runtimes.get(key)
+        return list(rt.pod_addresses) if rt else []
+
+    # -- health ------------------------------------------------------------------------------------
+    def healthz(self) -> tuple[bool, str]:
+        return True, "ok"
+
+    def readyz(self) -> tuple[bool, str]:
+        unsynced = [i.name for i in self.informers if not i.synced.is_set()]
+        if unsynced:
+            return False, f"informers not synced: {', '.join(unsynced)}"
+        if self.elector is not None:
+            if self.elector.is_leader():
+                return True, "ok: leading"
+            if not self.elector.standby_healthy:
+                return False, "standby cannot read the leader lease"
+            return True, "ok: standing by"
+        return True, "ok"
+
+    # -- running -----------------------------------------------------------------------------------
+    def start_servers(self) -> None:
+        c = self.config
+        if c.metrics_port is not None and c.metrics_port == c.health_port:
+            self._servers.append(
+                serve(
+                    c.metrics_port,
+                    {
+                        "/metrics": metrics_route(self.registry),
+                        "/healthz": check_route(self.healthz),
+                        "/readyz": check_route(self.readyz),
+                    },
+                )
+            )
+            return
+        if c.metrics_port is not None:
+            self._servers.append(serve(c.metrics_port, {"/metrics": metrics_route(self.registry)}))
+        if c.health_port is not None:
+            self._servers.append(
+                serve(
+                    c.health_port,
+                    {"/healthz": check_route(self.healthz), "/readyz": check_route(self.readyz)},
+                )
+            )
+
+    def sync(self) -> None:
+        """List everything once (the informers' initial sync)."""
+        for inf in self.informers:
+            inf.relist()
+
+    def run_once(self) -> TickReport:
+        """Sync, take the lease if configured (once), run one tick. For tests and cron-style runs."""
+        self.sync()
+        if self.elector is not None:
+            self.elector.try_acquire_or_renew()
+        self.metrics.leader.set(1 if self.is_leader() else 0)
+        report = self.reconciler.tick(self.clock())
+        self.ticks += 1
+        if self.elector is not None:
+            self.elector.release()
+        return report
+
+    def run(self) -> None:
+        """Until `stop_event` (set by SIGTERM/SIGINT in the CLI): watch, elect, tick when policies are due."""
+        stop = self.stop_event
+        self.start_servers()
+        try:
+            self.sync()
+        except Exception as e:
+            log.warning("initial list failed (%s); the informers will retry", e)
+        for inf in self.informers:
+            inf.start(stop)
+        elector_thread = self.elector.start(stop) if self.elector is not None else None
+        log.info(
+            "controller started",
+            extra={
+                "identity": self.identity,
+                "dryRun": self.config.dry_run,
+                "namespaces": list(self.config.namespaces) or "all",
+            },
+        )
+        while not stop.is_set():
+            leading = self.is_leader()
+            self.metrics.leader.set(1 if leading else 0)
+            if leading and all(i.synced.is_set() for i in self.informers):
+                try:
+                    report = self.reconciler.tick(self.clock())
+                    self.ticks += 1
+                    if report.due:
+                        log.info(
+                            "tick",
+                            extra={
+                                "due": report.due,
+                                "reconciled": report.reconciled,
+                                "writes": report.writes,
+                                "errors": report.errors,
+                                "invalid": report.invalid,
+                                "seconds": round(report.seconds, 3),
+                            },
+                        )
+                except Exception:  # a bug in one tick must not kill the controller
+                    log.exception("tick failed")
+            nxt = self.reconciler.next_due()
+            wait = self.config.loop_granularity_seconds
+            if nxt is not None:
+                wait = min(wait, max(0.05, nxt - self.clock()))
+            stop.wait(wait)
+        if elector_thread is not None:
+            elector_thread.join(timeout=self.config.retry_period_seconds + 5)  # it releases the lease
+        for s in self._servers:
+            s.shutdown()
+        log.info("controller stopped")
+
+    def stop(self) -> None:
+        self.stop_event.set()

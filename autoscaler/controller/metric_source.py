@@ -1,0 +1,51 @@
+"""The metric source the controller runs with, built from the real sources in `autoscaler.sources`.
+
+- Policies with `metrics.source: prometheus` use Prometheus (the policy's URL, else `--prometheus-url`),
+  falling back per policy to scraping the target's ready pods when Prometheus fails.
+- Without `--prometheus-url`, policies that name no Prometheus URL are scraped directly.
+The scrape source learns pod addresses from the controller (the target's ready pods at the last tick).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from prometheus_client import CollectorRegistry
+
+from autoscaler.core.signals import Signals
+from autoscaler.policy import ModelScalingPolicy
+from autoscaler.sources.base import MetricsSource
+from autoscaler.sources.failover import FailoverMetricsSource
+from autoscaler.sources.prometheus import PrometheusMetricsSource
+from autoscaler.sources.scrape import ScrapeMetricsSource
+from autoscaler.sources.telemetry import REGISTRY
+
+_NO_DEFAULT = "http://prometheus-url-not-configured.invalid"
+
+
+class RoutedSource:
+    def __init__(self, failover: FailoverMetricsSource, scrape: ScrapeMetricsSource, has_default_url: bool):
+        self.failover, self.scrape, self.has_default_url = failover, scrape, has_default_url
+
+    def collect(self, policies: Sequence[ModelScalingPolicy], now: float) -> dict[str, Signals]:
+        if self.has_default_url:
+            return self.failover.collect(policies, now)
+        via_prom = [
+            p for p in policies if p.spec.metrics.source == "prometheus" and p.spec.metrics.prometheus.url
+        ]
+        rest = [p for p in policies if p not in via_prom]
+        out = self.failover.collect(via_prom, now) if via_prom else {}
+        if rest:
+            out.update(self.scrape.collect(rest, now))
+        return out
+
+
+def build_source(prometheus_url: str | None, pod_addresses: Callable[[str], list[str]]) -> MetricsSource:
+    scrape = ScrapeMetricsSource(lambda policy: pod_addresses(policy.key))
+    prom = PrometheusMetricsSource(prometheus_url or _NO_DEFAULT)
+    return RoutedSource(FailoverMetricsSource(prom, scrape), scrape, bool(prometheus_url))
+
+
+def source_registry() -> CollectorRegistry:
+    """The registry the sources count their queries and errors on (exposed on the controller's /metrics)."""
+    return REGISTRY

@@ -1,0 +1,559 @@
+"""One reconcile tick over every due policy.
+
+Per tick: parse the due policies (an invalid spec becomes a status condition, never an exception), read
+each target's scale and pick its pods out of the pod cache, call the metric source once for all of
+them, then per policy call the pure `decide`, write the target (conditional on resourceVersion; 409s
+retried on fresh state), and merge-patch the status (decision, learned statistics, the core's state,
+conditions). An API error backs that policy off exponentially and keeps its last good state; other
+policies are unaffected.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import urllib3
+from kubernetes import client
+
+from autoscaler.controller.backoff import backoff_seconds
+from autoscaler.controller.conditions import (
+    METRICS_AVAILABLE,
+    READY,
+    SCALING_ACTIVE,
+    SCALING_LIMITED,
+    TARGET_FOUND,
+    merge_patch,
+    set_condition,
+)
+from autoscaler.controller.events import EventRecorder
+from autoscaler.controller.status import decision_status, learned_status
+from autoscaler.controller.telemetry import ControllerMetrics
+from autoscaler.core import CoreState, Decision, Reason, Signals, decide, forecast_config
+from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_usage_by_node, replica_counts
+from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times
+from autoscaler.observe.pods import is_ready
+from autoscaler.policy import API_GROUP, PLURAL, ModelScalingPolicy
+from autoscaler.policy_loader import PolicyError, parse_policy
+from autoscaler.sources.base import MetricsSource
+from autoscaler.targets import ScaleReading, ScaleTarget, TargetBlocked, TargetNotFound
+from autoscaler.targets.api import ApiException, call_json
+from autoscaler.targets.resolve import PluralResolver, TargetApis, resolve_target
+from forecasting import ForecastConfig
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+VERSION = "v1alpha1"
+MAX_CONFLICT_RETRIES = 3
+LIMITED = {Reason.SCALE_UP_RATE_LIMITED, Reason.SCALE_DOWN_MAX, Reason.UNSCHEDULABLE}
+API_ERRORS: tuple[type[BaseException], ...] = (ApiException, urllib3.exceptions.HTTPError, OSError)
+
+
+def _code(err: BaseException) -> str:
+    return str(err.status) if isinstance(err, ApiException) else type(err).__name__
+
+
+def _describe_error(err: BaseException) -> str:
+    if isinstance(err, ApiException):
+        return f"HTTP {err.status} {err.reason or ''}".strip()
+    return f"{type(err).__name__}: {err}"
+
+
+@dataclass
+class PolicyRuntime:
+    """What the controller keeps per policy between ticks."""
+
+    state: CoreState | None = None
+    next_due: float = 0.0
+    failures: int = 0
+    parsed_for: tuple[Any, Any] | None = None  # (uid, generation) that `policy`/`invalid` belong to
+    policy: ModelScalingPolicy | None = None
+    invalid: str | None = None
+    forecast_cfg: ForecastConfig | None = None
+    status: Obj | None = None  # the status as we last wrote it
+    pod_addresses: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Prepared:
+    policy: ModelScalingPolicy
+    raw: Obj
+    rt: PolicyRuntime
+    target: ScaleTarget
+    reading: ScaleReading
+    pods: list[Mapping[str, Any]]
+
+
+@dataclass
+class TickReport:
+    due: int = 0
+    reconciled: int = 0
+    invalid: int = 0
+    writes: int = 0
+    errors: int = 0
+    skipped_not_leader: bool = False
+    seconds: float = 0.0
+
+
+class Reconciler:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        source: MetricsSource,
+        *,
+        list_policies: Callable[[], Sequence[Obj]],
+        list_pods: Callable[[], Sequence[Obj]],
+        list_events: Callable[[], Sequence[Obj]],
+        list_nodes: Callable[[], Sequence[Obj]],
+        recorder: EventRecorder,
+        metrics: ControllerMetrics,
+        dry_run: bool = False,
+        is_leader: Callable[[], bool] = lambda: True,
+        max_backoff_seconds: float = 300.0,
+    ):
+        self.apis = TargetApis(client.AppsV1Api(api_client), client.CustomObjectsApi(api_client), api_client)
+        self.plurals = PluralResolver(api_client)
+        self.source = source
+        self.list_policies, self.list_pods = list_policies, list_pods
+        self.list_events, self.list_nodes = list_events, list_nodes
+        self.recorder, self.metrics = recorder, metrics
+        self.dry_run = dry_run
+        self.is_leader = is_leader
+        self.max_backoff_seconds = max_backoff_seconds
+        self.observer = ColdStartObserver()
+        self.runtimes: dict[str, PolicyRuntime] = {}
+
+    # -- the tick ----------------------------------------------------------------------------------
+    def next_due(self) -> float | None:
+        return min((rt.next_due for rt in self.runtimes.values()), default=None)
+
+    def tick(self, now: float) -> TickReport:
+        started = time.perf_counter()
+        report = TickReport()
+        if not self.is_leader():
+            report.skipped_not_leader = True
+            return report
+        raws = {self._key(r): r for r in self.list_policies()}
+        for gone in [k for k in self.runtimes if k not in raws]:
+            del self.runtimes[gone]
+            ns, _, name = gone.partition("/")
+            self.metrics.forget(ns, name)
+        for key in raws:
+            self.runtimes.setdefault(key, PolicyRuntime())
+        due = [
+            (raws[k], self.runtimes[k])
+            for k in raws
+            if self.runtimes[k].next_due <= now or self.runtimes[k].parsed_for != self._version(raws[k])
+        ]
+        report.due = len(due)
+        valid: list[tuple[ModelScalingPolicy, Obj, PolicyRuntime]] = []
+        for raw, rt in due:
+            policy = self._parse(raw, rt)
+            if policy is None:
+                report.invalid += 1
+                self._invalid(raw, rt, now)
+            else:
+                valid.append((policy, raw, rt))
+        self.metrics.invalid_policies.set(sum(1 for rt in self.runtimes.values() if rt.invalid))
+        if not valid:
+            report.seconds = time.perf_counter() - started
+            return report
+
+        pods = self.list_pods()
+        index = PodIndex(pods)
+        nodes = list(self.list_nodes())
+        events = events_by_pod_uid(self.list_events())
+        gpus_used = gpu_usage_by_node(pods)
+        node_created = node_creation_times(nodes)
+
+        prepared: list[_Prepared] = []
+        for policy, raw, rt in valid:
+            p = self._read_target(policy, raw, rt, index, now)
+            if p is None:
+                report.errors += 1 if rt.failures else 0
+            else:
+                prepared.append(p)
+
+        signals: dict[str, Signals] = {}
+        source_error: str | None = None
+        if prepared:
+            try:
+                signals = self.source.collect([p.policy for p in prepared], now)
+            except Exception as e:  # a broken source must not stop scaling decisions (they hold instead)
+                source_error = f"metric source failed: {type(e).__name__}: {e}"
+                self.metrics.source_errors.inc()
+                log.warning(source_error)
+
+        for p in prepared:
+            if not self.is_leader():  # lost the lease mid-tick: stop acting at once
+                report.skipped_not_leader = True
+                break
+            sig = signals.get(p.policy.key, Signals())
+            if self._act(p, sig, index, events, nodes, gpus_used, node_created, now, source_error):
+                report.writes += 1
+            if p.rt.failures:
+                report.errors += 1
+            report.reconciled += 1
+        live = {(pod.get("metadata") or {}).get("uid", "") for pod in pods}
+        self.observer.forget_except(live)
+        report.seconds = time.perf_counter() - started
+        self.metrics.tick_seconds.observe(report.seconds)
+        self.metrics.tick_policies.set(report.reconciled)
+        return report
+
+    # -- steps -------------------------------------------------------------------------------------
+    @staticmethod
+    def _key(raw: Obj) -> str:
+        meta = raw.get("metadata") or {}
+        return f"{meta.get('namespace')}/{meta.get('name')}"
+
+    @staticmethod
+    def _version(raw: Obj) -> tuple[Any, Any]:
+        """Identifies one spec: a new object (uid) or an edited spec (generation) is parsed again."""
+        meta = raw.get("metadata") or {}
+        return meta.get("uid"), meta.get("generation") or meta.get("resourceVersion")
+
+    def _parse(self, raw: Obj, rt: PolicyRuntime) -> ModelScalingPolicy | None:
+        version = self._version(raw)
+        if rt.parsed_for != version:
+            doc = {k: v for k, v in raw.items() if k != "status"}
+            doc.setdefault("apiVersion", f"{API_GROUP}/{VERSION}")
+            doc.setdefault("kind", "ModelScalingPolicy")
+            try:
+                rt.policy, rt.invalid = parse_policy(doc, source=self._key(raw)), None
+                rt.forecast_cfg = forecast_config(rt.policy.spec)
+            except PolicyError as e:
+                rt.policy, rt.invalid = (
+                    None,
+                    "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in e.problems),
+                )
+            rt.parsed_for = version
+        if rt.policy is not None and rt.state is None:
+            self._restore(raw, rt)
+        return rt.policy
+
+    def _restore(self, raw: Obj, rt: PolicyRuntime) -> None:
+        """After a restart, continue from the state persisted in status (a restart loses nothing)."""
+        status = raw.get("status") or {}
+        saved = status.get("coreState")
+        if isinstance(saved, dict):
+            try:
+                rt.state = CoreState.from_dict(saved)
+            except Exception as e:  # unreadable state: start fresh rather than fail the loop
+                log.warning("could not restore coreState of %s: %s", self._key(raw), e)
+        self.observer.restore_watermark(self._key(raw), status.get("coldStartWatermark"))
+
+    def _invalid(self, raw: Obj, rt: PolicyRuntime, now: float) -> None:
+        msg = f"invalid spec: {rt.invalid}"
+        status = self._base_status(raw, rt)
+        conds = status.get("conditions") or []
+        gen = (raw.get("metadata") or {}).get("generation")
+        conds = set_condition(conds, READY, False, "InvalidSpec", msg, now, gen)
+        conds = set_condition(
+            conds,
+            SCALING_ACTIVE,
+            False,
+            "InvalidSpec",
+            "the spec does not validate; nothing is scaled until it is fixed",
+            now,
+            gen,
+        )
+        status.update(conditions=conds, observedGeneration=gen)
+        self._patch_status(raw, rt, status)
+        self.recorder.record(raw, "Warning", "InvalidSpec", msg)
+        rt.next_due = now + 60.0  # a spec change (new generation) is picked up at once anyway
+
+    def _read_target(
+        self, policy: ModelScalingPolicy, raw: Obj, rt: PolicyRuntime, index: PodIndex, now: float
+    ) -> _Prepared | None:
+        ns = policy.metadata.namespace  # a target is only ever looked up in the policy's own namespace
+        spec = policy.spec
+        try:
+            target = resolve_target(self.apis, self.plurals, spec.target_ref, ns)
+            reading = target.read()
+        except TargetNotFound as e:
+            self._problem(
+                raw, rt, now, spec.interval_seconds, found=False, reason="TargetNotFound", message=str(e)
+            )
+            return None
+        except TargetBlocked as e:
+            self._problem(raw, rt, now, spec.interval_seconds, found=True, reason=e.reason, message=e.message)
+            return None
+        except API_ERRORS as e:
+            self._api_failure(raw, rt, now, spec.interval_seconds, "read target", e)
+            return None
+        pods = index.select(ns, reading.selector)
+        rt.pod_addresses = [ip for p in pods if is_ready(p) and (ip := (p.get("status") or {}).get("podIP"))]
+        return _Prepared(policy, raw, rt, target, reading, pods)
+
+    def _act(
+        self,
+        p: _Prepared,
+        signals: Signals,
+        index: PodIndex,
+        events: dict[str, list[Any]],
+        nodes: list[Obj],
+        gpus_used: dict[str, int],
+        node_created: dict[str, float],
+        now: float,
+        source_error: str | None,
+    ) -> bool:
+        policy, rt, reading = p.policy, p.rt, p.reading
+        spec, key = policy.spec, policy.key
+        counts = replica_counts(reading.replicas, p.pods, now)
+        observations = self.observer.observe(key, p.pods, events, node_created)
+        facts = cluster_facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
+        sig = replace(signals, replicas=counts, cluster=facts, observations=observations)
+        prev_state = rt.state or CoreState()
+        result = decide(spec, sig, prev_state, now, rt.forecast_cfg)
+        d = result.decision
+        dry = self.dry_run or spec.dry_run
+        blocked = reading.blocked
+        wants_change = d.desired_replicas is not None and d.desired_replicas != reading.replicas
+        applied = False
+        if wants_change and not dry and blocked is None:
+            assert d.desired_replicas is not None
+            try:
+                applied = self._write(p.target, reading, d.desired_replicas)
+            except API_ERRORS as e:
+                # Keep the last good state (what was decided was not applied), but keep what was observed.
+                rt.state = replace(prev_state, coldstart=result.state.coldstart)
+                self._api_failure(
+                    p.raw,
+                    rt,
+                    now,
+                    spec.interval_seconds,
+                    "write target",
+                    e,
+                    event=(
+                        "ScaleFailed",
+                        f"could not scale {p.target.description} to "
+                        f"{d.desired_replicas}: {_describe_error(e)}",
+                    ),
+                )
+                return False
+        rt.state = result.state
+        rt.failures = 0
+        rt.next_due = now + spec.interval_seconds
+        self._record_decision(p, d, now, dry, applied, counts.ready, len(counts.starting), source_error)
+        return applied
+
+    def _write(self, target: ScaleTarget, reading: ScaleReading, replicas: int) -> bool:
+        """Conditional write; on 409 re-read and retry on the fresh state (bounded)."""
+        for attempt in range(MAX_CONFLICT_RETRIES + 1):
+            try:
+                target.write(replicas, reading)
+                return True
+            except ApiException as e:
+                if e.status != 409 or attempt == MAX_CONFLICT_RETRIES:
+                    raise
+                self.metrics.api_errors.labels(operation="write target", code="409").inc()
+                reading = target.read()
+                if reading.blocked is not None:
+                    raise
+                if reading.replicas == replicas:
+                    return False  # someone already set what we wanted
+        return False
+
+    # -- status, events, metrics -------------------------------------------------------------------
+    def _base_status(self, raw: Obj, rt: PolicyRuntime) -> Obj:
+        base = rt.status if rt.status is not None else (raw.get("status") or {})
+        return {k: (list(v) if isinstance(v, list) else v) for k, v in base.items()}
+
+    def _patch_status(self, raw: Obj, rt: PolicyRuntime, status: Obj) -> None:
+        old = rt.status if rt.status is not None else (raw.get("status") or {})
+        patch = merge_patch(old, status)
+        if not patch:
+            return
+        meta = raw.get("metadata") or {}
+        try:
+            call_json(
+                self.apis.custom.patch_namespaced_custom_object_status,
+                API_GROUP,
+                VERSION,
+                meta.get("namespace"),
+                PLURAL,
+                meta.get("name"),
+                {"status": patch},
+            )
+            rt.status = status
+        except API_ERRORS as e:
+            self.metrics.api_errors.labels(operation="patch status", code=_code(e)).inc()
+            log.warning("could not update status of %s: %s", self._key(raw), _describe_error(e))
+
+    def _problem(
+        self,
+        raw: Obj,
+        rt: PolicyRuntime,
+        now: float,
+        interval: float,
+        *,
+        found: bool,
+        reason: str,
+        message: str,
+    ) -> None:
+        """The target is missing, or exists but must not be written by us: say so, keep the state."""
+        gen = (raw.get("metadata") or {}).get("generation")
+        status = self._base_status(raw, rt)
+        conds = status.get("conditions") or []
+        conds = set_condition(
+            conds,
+            TARGET_FOUND,
+            found,
+            "TargetFound" if found else reason,
+            "target found" if found else message,
+            now,
+            gen,
+        )
+        conds = set_condition(conds, SCALING_ACTIVE, False, reason, message, now, gen)
+        conds = set_condition(conds, READY, False, reason, message, now, gen)
+        status.update(conditions=conds, observedGeneration=gen)
+        self._patch_status(raw, rt, status)
+        self.recorder.record(raw, "Warning", reason, message)
+        rt.failures = 0
+        rt.next_due = now + interval
+
+    def _api_failure(
+        self,
+        raw: Obj,
+        rt: PolicyRuntime,
+        now: float,
+        interval: float,
+        operation: str,
+        err: BaseException,
+        event: tuple[str, str] | None = None,
+    ) -> None:
+        rt.failures += 1
+        delay = backoff_seconds(rt.failures, interval, max(interval, self.max_backoff_seconds))
+        rt.next_due = now + delay
+        self.metrics.api_errors.labels(operation=operation, code=_code(err)).inc()
+        msg = f"{operation} failed: {_describe_error(err)}; retrying in {delay:.0f}s (attempt {rt.failures})"
+        log.warning(msg, extra={"policy": self._key(raw)})
+        gen = (raw.get("metadata") or {}).get("generation")
+        status = self._base_status(raw, rt)
+        conds = set_condition(status.get("conditions") or [], READY, False, "APIError", msg, now, gen)
+        status.update(conditions=conds)
+        self._patch_status(raw, rt, status)
+        reason, message = event or ("APIError", f"{operation} failed: {_describe_error(err)}")
+        self.recorder.record(raw, "Warning", reason, message)
+
+    def _record_decision(
+        self,
+        p: _Prepared,
+        d: Decision,
+        now: float,
+        dry: bool,
+        applied: bool,
+        ready: int,
+        starting: int,
+        source_error: str | None,
+    ) -> None:
+        policy, rt, reading, raw = p.policy, p.rt, p.reading, p.raw
+        gen = (raw.get("metadata") or {}).get("generation")
+        assert rt.state is not None
+        status = self._base_status(raw, rt)
+        conds = status.get("conditions") or []
+        desc = p.target.description
+        conds = set_condition(
+            conds,
+            TARGET_FOUND,
+            True,
+            "TargetFound",
+            f"{desc}: {reading.replicas} replicas, {ready} ready, {starting} starting",
+            now,
+            gen,
+        )
+        if d.metrics_fresh:
+            conds = set_condition(
+                conds, METRICS_AVAILABLE, True, "MetricsFresh", "demand metrics are fresh", now, gen
+            )
+        else:
+            conds = set_condition(
+                conds, METRICS_AVAILABLE, False, "MetricsMissing", source_error or d.message, now, gen
+            )
+        blocked = reading.blocked
+        if blocked is not None:
+            conds = set_condition(conds, SCALING_ACTIVE, False, blocked.reason, blocked.message, now, gen)
+            conds = set_condition(conds, READY, False, blocked.reason, blocked.message, now, gen)
+        elif dry:
+            why = "--dry-run flag" if self.dry_run else "spec.dryRun"
+            conds = set_condition(
+                conds,
+                SCALING_ACTIVE,
+                False,
+                "DryRun",
+                f"dry run ({why}): decisions are recorded, the target is not written",
+                now,
+                gen,
+            )
+            conds = set_condition(conds, READY, True, "Reconciled", "decisions are being made", now, gen)
+        else:
+            conds = set_condition(conds, SCALING_ACTIVE, True, "ValidDecision", d.message, now, gen)
+            conds = set_condition(
+                conds, READY, True, "Reconciled", "decisions are being made and applied", now, gen
+            )
+        limited = d.reason in LIMITED or d.binding == "max"
+        conds = set_condition(
+            conds,
+            SCALING_LIMITED,
+            limited,
+            d.reason.value if limited else "DesiredWithinRange",
+            d.message if limited else "the desired count is within the policy's limits",
+            now,
+            gen,
+        )
+        status.update(
+            observedGeneration=gen,
+            desiredReplicas=d.desired_replicas,
+            currentReplicas=reading.replicas,
+            readyReplicas=ready,
+            lastDecision=decision_status(d, now, dry, applied),
+            forecast={
+                "workReplicas": None if d.forecast_work is None else round(d.forecast_work, 4),
+                "horizonSeconds": round(d.lead_time_seconds, 1),
+            },
+            leadTimeSeconds=round(d.lead_time_seconds, 1),
+            learned=learned_status(policy.spec, rt.state),
+            coreState=rt.state.to_dict(),
+            conditions=conds,
+        )
+        mark = self.observer.watermark(policy.key)
+        if mark is not None:
+            status["coldStartWatermark"] = mark
+        if applied:
+            status["lastScaleTime"] = decision_status(d, now, dry, applied)["time"]
+        self._patch_status(raw, rt, status)
+
+        ns, name = policy.metadata.namespace, policy.metadata.name
+        m = self.metrics
+        if d.desired_replicas is not None:
+            m.desired.labels(ns, name).set(d.desired_replicas)
+        m.current.labels(ns, name).set(reading.replicas)
+        m.ready.labels(ns, name).set(ready)
+        m.lead_time.labels(ns, name).set(d.lead_time_seconds)
+        if d.forecast_work is not None:
+            m.forecast.labels(ns, name).set(d.forecast_work)
+        m.decisions.labels(ns, name, d.reason.value).inc()
+        if d.desired_replicas is not None and d.desired_replicas != reading.replicas:
+            up = d.desired_replicas > reading.replicas
+            if applied:
+                m.scale_writes.labels(ns, name, "up" if up else "down").inc()
+                self.recorder.record(
+                    raw,
+                    "Normal",
+                    "ScaledUp" if up else "ScaledDown",
+                    f"{desc}: {d.message} [{d.reason.value}]",
+                )
+            elif dry and blocked is None:
+                self.recorder.record(
+                    raw,
+                    "Normal",
+                    "DryRun",
+                    f"dry run: would scale {desc} {reading.replicas} -> {d.desired_replicas} "
+                    f"[{d.reason.value}]",
+                )
+            elif blocked is not None:
+                self.recorder.record(raw, "Warning", blocked.reason, blocked.message)

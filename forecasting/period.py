@@ -19,6 +19,8 @@ from scipy.signal import find_peaks, periodogram
 DEFAULT_CANDIDATES_SECONDS = (86400.0, 604800.0)
 MULTIPLE_MARGIN = 0.05
 HALF_PERIOD_MARGIN = 0.2
+PEAK_PROMINENCE = 20.0  # a discovered peak must carry this many times the median spectral power
+DISCOVERED_MIN_CYCLES = 4  # undeclared periods need more evidence than declared ones
 
 
 def _fill_gaps(y: np.ndarray) -> np.ndarray:
@@ -39,21 +41,31 @@ def _lag_correlation(r: np.ndarray, lag: int) -> float:
 def seasonal_correlation(y: np.ndarray, period_steps: int, detrend_steps: int | None = None) -> float:
     """How strongly the series, de-trended over `detrend_steps` (default one period), repeats after
     `period_steps`; 0 when it repeats no better than half a period later."""
-    r = y - uniform_filter1d(y, size=detrend_steps or period_steps, mode="nearest")
+    width = detrend_steps or period_steps
+    trend = uniform_filter1d(y, size=width, mode="nearest")
+    half = width // 2
+    if len(y) > 2 * half + 1:  # where the window is not a whole cycle, hold the nearest full-cycle mean
+        trend[:half] = trend[half]
+        trend[len(y) - half :] = trend[len(y) - half - 1]
+    r = y - trend
     full = _lag_correlation(r, period_steps)
-    half = _lag_correlation(r, max(1, period_steps // 2))
-    return full if full - half >= HALF_PERIOD_MARGIN else 0.0
+    echo = _lag_correlation(r, max(1, period_steps // 2))
+    return full if full - echo >= HALF_PERIOD_MARGIN else 0.0
 
 
 def _periodogram_candidate(y: np.ndarray) -> int | None:
-    freqs, power = periodogram(y, detrend="linear")
+    """The period of the most prominent spectral peak of the differenced series (differencing whitens
+    random-walk drift, whose power otherwise piles up at the lowest frequencies), if it stands out."""
+    freqs, power = periodogram(np.diff(y), detrend="linear")
     if len(power) < 3:
         return None
     peaks, _ = find_peaks(power[1:])
     if len(peaks) == 0:
         return None
     best = int(peaks[np.argmax(power[1:][peaks])]) + 1
-    return round(1.0 / freqs[best]) if freqs[best] > 0 else None
+    if power[best] < PEAK_PROMINENCE * np.median(power[1:]) or freqs[best] <= 0:
+        return None
+    return round(1.0 / freqs[best])
 
 
 def detect_period(
@@ -71,7 +83,7 @@ def detect_period(
     n = len(y)
     steps = {round(c / step_seconds) for c in candidates_seconds}
     found = _periodogram_candidate(y) if n >= 8 else None
-    if found is not None:
+    if found is not None and found * DISCOVERED_MIN_CYCLES <= n:
         near = [s for s in steps if abs(found - s) <= 0.05 * s]
         steps.add(near[0] if near else found)
     scored = sorted((p, seasonal_correlation(y, p)) for p in steps if p >= 2 and 2 * p <= n)

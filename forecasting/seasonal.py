@@ -1,6 +1,6 @@
 """Seasonal model: a per-phase seasonal profile plus Holt on the de-seasonalised series.
 
-The profile is the mean, per phase of the cycle, of the series minus its one-period moving average
+The profile is the mean, per phase of the cycle, of the series minus its centred one-period moving average
 (recent cycles weigh more: weight halves every `profile_half_life_cycles`), centred to zero and lightly
 smoothed around the circle. Holt then tracks level and trend of `y - profile[phase]`. Compared with
 Holt-Winters this keeps the online update O(1) with a 2-number state (the profile is only re-estimated
@@ -30,7 +30,12 @@ def seasonal_profile(
 ) -> np.ndarray:
     """Zero-mean seasonal offsets indexed by absolute phase (`bucket_index % period_steps`)."""
     n = len(y)
-    detrended = y - uniform_filter1d(y, size=period_steps, mode="nearest")
+    trend = uniform_filter1d(y, size=period_steps, mode="nearest")
+    half = period_steps // 2
+    if n > 2 * half + 1:  # near the ends the window is not a whole cycle: hold the last full-cycle mean
+        trend[:half] = trend[half]
+        trend[n - half :] = trend[n - half - 1]
+    detrended = y - trend
     phases = (start_index + np.arange(n)) % period_steps
     cycles_ago = (n - 1 - np.arange(n)) // period_steps
     weights = 0.5 ** (cycles_ago / half_life_cycles)

@@ -22,6 +22,7 @@ Engine = Literal["vllm", "sglang", "tgi", "trtllm"]
 ENGINES: tuple[str, ...] = ("vllm", "sglang", "tgi", "trtllm")
 Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 WEEKDAYS: tuple[str, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_ALL_DAYS: tuple[Weekday, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 PositiveSeconds = Annotated[float, Field(gt=0)]
 NonNegativeSeconds = Annotated[float, Field(ge=0)]
@@ -123,7 +124,7 @@ class CapacitySpec(_Spec):
 class FloorWindow(_Spec):
     """A time-of-day floor: at least `minReplicas` between `start` and `end` on `days`."""
 
-    days: list[Weekday] = Field(default_factory=lambda: list(WEEKDAYS), min_length=1)
+    days: list[Weekday] = Field(default_factory=lambda: [*_ALL_DAYS], min_length=1)
     start: str = Field(description="HH:MM, inclusive")
     end: str = Field(description="HH:MM, exclusive; may be earlier than start to cross midnight")
     min_replicas: int = Field(ge=0)

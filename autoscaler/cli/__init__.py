@@ -34,7 +34,8 @@ class _LazyGroup(click.Group):
             if e.name != module_name:
                 raise
             return None  # a command whose module is not part of this build
-        return getattr(module, attr)  # type: ignore[no-any-return]
+        command: click.Command = getattr(module, attr)
+        return command
 
 
 @click.group(cls=_LazyGroup)

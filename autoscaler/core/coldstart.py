@@ -137,10 +137,7 @@ def remaining_seconds(
     pull_situation = "cached" if cluster.image_cached else "uncached"
     order: tuple[Stage, ...] = (stage if stage in ("scheduling", "node_provisioning") else "scheduling",
                                 "image_pull", "weight_load", "warmup")
-    if stage in ("scheduling", "node_provisioning"):
-        idx = 0
-    else:
-        idx = order.index(stage)
+    idx = 0 if stage in ("scheduling", "node_provisioning") else order.index(stage)
     total = 0.0
     for i in range(idx, len(order)):
         s = order[i]

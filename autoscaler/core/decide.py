@@ -22,19 +22,26 @@ import math
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from forecasting import ForecastConfig, new_state, observe, predict
-
 from autoscaler.core.capacity import work_rate
 from autoscaler.core.coldstart import LeadTime, lead_time, remaining_seconds
 from autoscaler.core.floors import floor_at, highest_floor
 from autoscaler.core.signals import Signals
 from autoscaler.core.state import CoreState
 from autoscaler.policy import PolicySpec
+from forecasting import ForecastConfig, new_state, observe, predict
 
 # Replica-seconds per request assumed before any is measured: 1,000 prompt + 200 generated tokens at a
 # typical prior. Only used to size a backlog before the first request-rate sample arrives.
 _DEFAULT_PROMPT_TOKENS, _DEFAULT_GENERATION_TOKENS = 1000.0, 200.0
 _WORK_PER_REQUEST_EMA = 0.2
+_MAX_WORK_PER_REQUEST = 600.0  # replica-seconds: ten minutes of a whole replica for one request
+_MAX_REPLICAS = 1_000_000  # arithmetic ceiling, far above any policy's max
+
+
+def _replicas_for(work: float, per_replica: float) -> int:
+    """Replicas needed to carry `work`, robust to absurd inputs (they end at replicas.max anyway)."""
+    n = work / per_replica
+    return _MAX_REPLICAS if not n < _MAX_REPLICAS else max(0, math.ceil(n - 1e-9))
 
 
 class Reason(str, Enum):
@@ -134,9 +141,10 @@ def decide(
     # Work per request (EMA) sizes the backlog.
     wpr = state.work_per_request
     rate = signals.request_rate.fresh(stale)
-    if rate is not None and rate > 0 and served > 0:
+    if rate is not None and rate > 1e-6 and served > 0:
         sample = served / rate
-        wpr = sample if wpr is None else wpr + _WORK_PER_REQUEST_EMA * (sample - wpr)
+        if sample <= _MAX_WORK_PER_REQUEST:  # beyond that the two rates are out of step, not a real request
+            wpr = sample if wpr is None else wpr + _WORK_PER_REQUEST_EMA * (sample - wpr)
     if wpr is None:
         wpr = work_rate(cap, _DEFAULT_PROMPT_TOKENS, _DEFAULT_GENERATION_TOKENS)
 
@@ -158,15 +166,22 @@ def decide(
 
     # 2. Predictive.
     fstate = state.forecast
+    forecast_cache = state.forecast_cache
     forecast_work: float | None = None
     predictive = 0
     if policy.forecast.enabled:
         fcfg = forecast_cfg or forecast_config(policy)
         fstate = observe(fcfg, fstate or new_state(fcfg), now, offered)
         q = policy.forecast.quantile
-        fc = predict(fcfg, fstate, lead.high_seconds, (q,))
-        forecast_work = fc.quantiles.get(q, fc.point)
-        predictive = math.ceil(forecast_work / usable - 1e-9)
+        key = (int(now // fcfg.step_seconds), math.ceil(lead.high_seconds / fcfg.step_seconds), q)
+        cache = state.forecast_cache
+        if cache is not None and cache[:3] == key:
+            forecast_work = cache[3]
+        else:
+            fc = predict(fcfg, fstate, lead.high_seconds, (q,))
+            forecast_work = fc.quantiles.get(q, fc.point)
+            forecast_cache = (*key, forecast_work)
+        predictive = _replicas_for(forecast_work, usable)
 
     # 3. Reactive, with starting replicas counted at their expected ready time.
     active_starting = [s for s in replicas.starting if not s.unschedulable]
@@ -180,10 +195,10 @@ def decide(
     ready_capacity = replicas.ready * factor
     projected_backlog = max(0.0, backlog + (offered - ready_capacity) * ready_in)
     drain = max(policy.scale_up.backlog_drain_seconds, policy.slo.queue_budget_seconds)
-    reactive = math.ceil((offered + projected_backlog / drain) / usable - 1e-9)
+    reactive = _replicas_for(offered + projected_backlog / drain, usable)
     concurrency = 0
     if cap.max_concurrency is not None and running is not None:
-        concurrency = math.ceil((max(0.0, running) + waiting) / (cap.max_concurrency * cap.target_utilization) - 1e-9)
+        concurrency = _replicas_for(max(0.0, running) + waiting, cap.max_concurrency * cap.target_utilization)
 
     # Panic: the SLO is already breached.
     panic_until = state.panic_until
@@ -270,6 +285,7 @@ def decide(
         decisions=(*decisions, (now, desired)),
         panic_until=panic_until if panic else None,
         forecast=fstate,
+        forecast_cache=forecast_cache,
         capacity=capacity_stats,
         last_waiting=(now, waiting),
         work_per_request=wpr,

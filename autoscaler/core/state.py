@@ -5,13 +5,12 @@ The controller persists `to_dict()` in the policy's status, so a restart loses n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-from forecasting import ForecastState
 
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats
+from forecasting import ForecastState
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,11 +21,14 @@ class CoreState:
     decisions: tuple[tuple[float, int], ...] = ()
     panic_until: float | None = None
     forecast: ForecastState | None = None
-    coldstart: ColdStartStats = ColdStartStats()
-    capacity: CapacityStats = CapacityStats()
+    coldstart: ColdStartStats = field(default_factory=ColdStartStats)
+    capacity: CapacityStats = field(default_factory=CapacityStats)
     last_waiting: tuple[float, float] | None = None  # (time, waiting sequences)
     work_per_request: float | None = None  # EMA, replica-seconds per request
     last_tick: float | None = None
+    # (bucket index, horizon in buckets, quantile, forecast): the forecast changes only when a bucket closes,
+    # so ticks inside one bucket reuse it instead of paying for predict() again.
+    forecast_cache: tuple[int, int, float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -47,8 +47,8 @@ def test_missing_demand_with_fixed_fallback_scales_up_to_it() -> None:
 
 
 def test_missing_demand_with_floor_action_runs_the_highest_scheduled_floor() -> None:
-    pol = policy(replicas={"min": 1, "max": 50, "floorSchedule": [{"start": "08:00", "end": "09:00", "minReplicas": 7}]},
-                 onMissingMetrics={"action": "floor"})
+    window = {"start": "08:00", "end": "09:00", "minReplicas": 7}
+    pol = policy(replicas={"min": 1, "max": 50, "floorSchedule": [window]}, onMissingMetrics={"action": "floor"})
     sig = Signals(replicas=ReplicaCounts(desired=2, ready=2))
     assert run(pol, sig, now=0.0).decision.desired_replicas == 7  # 00:00 UTC: outside the window
 
@@ -88,8 +88,8 @@ def test_default_window_is_at_least_twice_the_cold_start() -> None:
     r = run(pol, signals(work=1.0, desired=5))
     # window = max(600, 2 × lead time high) where lead high > 480 s
     assert r.decision.lead_time_seconds > 480
-    from autoscaler.core.decide import stabilization_window_seconds
     from autoscaler.core.coldstart import lead_time
+    from autoscaler.core.decide import stabilization_window_seconds
     from autoscaler.core.signals import ClusterFacts
 
     lead = lead_time(pol.cold_start, r.state.coldstart, ClusterFacts())

@@ -85,7 +85,8 @@ def test_fixed_fallback_needs_a_replica_count() -> None:
 
 
 def test_bad_timezone_and_time_are_rejected() -> None:
-    text = GOOD + "  replicas:\n    floorSchedule:\n      - {start: '25:00', end: '08:00', minReplicas: 1, timezone: Mars/Base}\n"
+    window = "{start: '25:00', end: '08:00', minReplicas: 1, timezone: Mars/Base}"
+    text = GOOD + f"  replicas:\n    floorSchedule:\n      - {window}\n"
     found = problems(text)
     assert any("start" in p and "HH:MM" in p for p in found)
     assert any("timezone" in p and "IANA" in p for p in found)

@@ -62,7 +62,8 @@ class LeaderElector:
 
     def _spec(self, holder: str | None, previous: dict[str, Any], now: float) -> dict[str, Any]:
         was_ours = previous.get("holderIdentity") == holder
-        transitions = int(previous.get("leaseTransitions") or 0) + (0 if was_ours or not holder else 1)
+        # As client-go: a new Lease starts at 0; every change of holder (after a release too) counts one.
+        transitions = int(previous.get("leaseTransitions") or 0) + (0 if was_ours or not holder or not previous else 1)
         return {
             "holderIdentity": holder,
             "leaseDurationSeconds": max(1, round(self.config.lease_duration_seconds)) if holder else 1,
@@ -123,9 +124,7 @@ class LeaderElector:
             return self.is_leader()
         if holder != cfg.identity:
             self.transitions += 1
-            log.info(
-                "became leader", extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity}
-            )
+            log.info("became leader", extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity})
         return self._won()
 
     def _won(self) -> bool:

@@ -1,0 +1,193 @@
+"""Cold-start observation from pods, events and nodes (pure functions over dicts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoscaler.observe import ColdStartObserver, LabelSelector, cluster_facts, gpu_usage_by_node, replica_counts
+from autoscaler.observe.pods import starting_stage
+from autoscaler.observe.pull_events import parse_go_duration, parse_pulled
+from autoscaler.observe.timefmt import format_time
+
+T0 = 1_700_000_000.0
+
+
+def at(seconds: float) -> str:
+    return format_time(T0 + seconds)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("393ms", 0.393),
+        ("2.14s", 2.14),
+        ("1m3.5s", 63.5),
+        ("1h2m3s", 3723.0),
+        ("1.5µs", 1.5e-6),
+        ("", None),
+        ("3x", None),
+    ],
+)
+def test_go_durations(text, seconds):
+    assert parse_go_duration(text) == (pytest.approx(seconds) if seconds is not None else None)
+
+
+def test_pulled_messages_of_every_kubelet_generation():
+    new = parse_pulled('Successfully pulled image "vllm:1" in 1m3.5s (1m10s including waiting). Image size: 9 bytes.')
+    assert new is not None and new.seconds == 70.0 and not new.cached and new.image == "vllm:1"
+    assert parse_pulled('Successfully pulled image "vllm:1" in 393ms').seconds == pytest.approx(0.393)
+    cached = parse_pulled('Container image "vllm:1" already present on machine and can be accessed by the pod')
+    assert cached is not None and cached.cached and cached.seconds == 0.0
+    assert parse_pulled('Pulling image "vllm:1"') is None
+
+
+def test_set_based_selectors():
+    sel = LabelSelector("app=llama,tier in (gpu, big),!canary,env!=dev")
+    assert sel.matches({"app": "llama", "tier": "gpu", "env": "prod"})
+    assert not sel.matches({"app": "llama", "tier": "cpu"})
+    assert not sel.matches({"app": "llama", "tier": "gpu", "canary": "1"})
+    assert LabelSelector("").matches({})
+
+
+def cold_pod(**over):  # type: ignore[no-untyped-def]
+    p = {
+        "metadata": {"uid": "u1", "name": "p", "namespace": "m", "creationTimestamp": at(0)},
+        "spec": {"nodeName": "n1", "containers": [{"name": "engine", "image": "vllm:1"}]},
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": at(90)},
+                {"type": "Ready", "status": "True", "lastTransitionTime": at(400)},
+            ],
+            "initContainerStatuses": [
+                {
+                    "name": "storage-initializer",
+                    "state": {"terminated": {"exitCode": 0, "startedAt": at(100), "finishedAt": at(160)}},
+                }
+            ],
+            "containerStatuses": [{"name": "engine", "state": {"running": {"startedAt": at(340)}}}],
+        },
+    }
+    p.update(over)
+    return p
+
+
+PULLED = {
+    "reason": "Pulled",
+    "involvedObject": {"kind": "Pod", "uid": "u1", "fieldPath": "spec.containers{engine}"},
+    "message": 'Successfully pulled image "vllm:1" in 2m58s (3m including waiting)',
+    "lastTimestamp": at(340),
+}
+
+
+def test_every_stage_of_a_cold_pod_is_reported_once():
+    obs = ColdStartObserver()
+    obs.note_pod(
+        {
+            "metadata": {"uid": "u1"},
+            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]},
+        }
+    )
+    first = obs.observe("m/p", [cold_pod()], {"u1": [PULLED]}, {"n1": T0 + 80})
+    got = {(o.stage, o.situation): o.seconds for o in first}
+    assert got == {
+        ("node_provisioning", "default"): 90.0,
+        ("image_pull", "uncached"): 180.0,
+        ("weight_load", "default"): 60.0,
+        ("warmup", "default"): 60.0,
+    }
+    assert obs.observe("m/p", [cold_pod()], {"u1": [PULLED]}, {}) == ()
+
+
+def test_a_pod_on_an_existing_node_was_only_scheduling():
+    obs = ColdStartObserver()
+    out = obs.observe("m/p", [cold_pod()], {}, {"n1": T0 - 86400})
+    assert ("scheduling", 90.0) in [(o.stage, o.seconds) for o in out]
+
+
+def test_without_an_init_container_container_start_to_ready_is_warmup_unless_annotated():
+    p = cold_pod()
+    del p["status"]["initContainerStatuses"]
+    out = {o.stage: o.seconds for o in ColdStartObserver().observe("k", [p], {}, {})}
+    assert out["warmup"] == 60.0 and "weight_load" not in out
+    p["metadata"]["annotations"] = {"autoscaler.inference.dev/weights-loaded-at": at(370)}
+    p["metadata"]["uid"] = "u2"
+    out = {o.stage: o.seconds for o in ColdStartObserver().observe("k", [p], {}, {})}
+    assert out["weight_load"] == 30.0 and out["warmup"] == 30.0
+
+
+def test_a_restored_watermark_skips_stages_reported_before_a_restart():
+    obs = ColdStartObserver()
+    obs.restore_watermark("k", T0 + 200)
+    out = obs.observe("k", [cold_pod()], {"u1": [PULLED]}, {})
+    assert {o.stage for o in out} == {"image_pull", "warmup"}  # finished at 340 and 400, after the mark
+    assert obs.watermark("k") == T0 + 400
+
+
+def test_stage_of_starting_pods():
+    pending = {
+        "metadata": {"creationTimestamp": at(0)},
+        "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]},
+    }
+    s = starting_stage(pending, T0 + 50)
+    assert (s.stage, s.unschedulable, s.age_seconds) == ("node_provisioning", True, 50.0)
+    loading = cold_pod()
+    loading["status"]["conditions"] = loading["status"]["conditions"][:1]
+    loading["status"]["initContainerStatuses"][0]["state"] = {"running": {"startedAt": at(100)}}
+    loading["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "PodInitializing"}}
+    s = starting_stage(loading, T0 + 130)
+    assert (s.stage, s.stage_age_seconds) == ("weight_load", 30.0)
+    pulling = cold_pod()
+    del pulling["status"]["initContainerStatuses"]
+    pulling["status"]["conditions"] = pulling["status"]["conditions"][:1]
+    pulling["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "ContainerCreating"}}
+    assert starting_stage(pulling, T0 + 100).stage == "image_pull"
+
+
+def test_replica_counts():
+    ready = cold_pod()
+    terminating = cold_pod(metadata={"deletionTimestamp": at(1)})
+    done = cold_pod(status={"phase": "Succeeded"})
+    starting = {"metadata": {"creationTimestamp": at(0)}, "status": {}}
+    c = replica_counts(4, [ready, terminating, done, starting], T0 + 10)
+    assert (c.desired, c.ready, c.terminating, len(c.starting)) == (4, 1, 1, 1)
+
+
+def node(name, gpus, labels=None, taints=None, images=(), ready=True):  # type: ignore[no-untyped-def]
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"taints": taints or []},
+        "status": {
+            "allocatable": {"nvidia.com/gpu": str(gpus)},
+            "images": [{"names": list(images)}],
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def test_free_replica_slots_count_whole_replicas_per_fitting_node():
+    template = {
+        "spec": {
+            "nodeSelector": {"pool": "h100"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"image": "vllm:1"}],
+        }
+    }
+    gpu_taint = [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    nodes = [
+        node("a", 8, {"pool": "h100"}, gpu_taint, images=["docker.io/library/vllm:1"]),  # 3 used -> 5 free
+        node("b", 8, {"pool": "h100"}, [{"key": "other", "effect": "NoSchedule"}]),  # taint not tolerated
+        node("c", 8, {"pool": "a10"}),  # wrong pool
+        node("d", 8, {"pool": "h100"}, ready=False),
+    ]
+    used = gpu_usage_by_node(
+        [
+            {
+                "spec": {"nodeName": "a", "containers": [{"resources": {"requests": {"nvidia.com/gpu": "3"}}}]},
+                "status": {"phase": "Running"},
+            }
+        ]
+    )
+    facts = cluster_facts(template, nodes, used, gpus_per_replica=2)
+    assert facts.free_replica_slots == 2 and facts.image_cached is True
+    assert cluster_facts(None, nodes, used, 2).free_replica_slots is None

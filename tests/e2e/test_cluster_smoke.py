@@ -121,7 +121,7 @@ def test_gpu_pods_cold_start_and_node_provisioning(local_cluster: LocalCluster, 
     started = pod.status.container_statuses[0].state.running.started_at
     ready_at = _cond(pod, "Ready").last_transition_time
     cold = (ready_at - started).total_seconds()
-    assert COLD_START - 1.5 <= cold <= COLD_START + 3, f"cold start {cold:.1f}s, expected ~{COLD_START}s"
+    assert COLD_START - 1.5 <= cold <= COLD_START + 5, f"cold start {cold:.1f}s, expected ~{COLD_START}s"
     assert time.monotonic() - t0 >= COLD_START - 1
 
     # 2) Beyond GPU capacity: 10 pods x 1 GPU on an 8-GPU node -> 2 Pending/Unschedulable.

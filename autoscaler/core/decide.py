@@ -25,10 +25,11 @@ from enum import Enum
 from autoscaler.core.capacity import work_rate
 from autoscaler.core.coldstart import LeadTime, lead_time, remaining_seconds
 from autoscaler.core.floors import floor_at, highest_floor
+from autoscaler.core.forecast_seed import ForecastSeed
 from autoscaler.core.signals import Signals
 from autoscaler.core.state import CoreState
 from autoscaler.policy import PolicySpec
-from forecasting import ForecastConfig, new_state, observe, predict
+from forecasting import ForecastConfig, ForecastState, new_state, observe, predict
 
 # Replica-seconds per request assumed before any is measured: 1,000 prompt + 200 generated tokens at a
 # typical prior. Only used to size a backlog before the first request-rate sample arrives.
@@ -171,7 +172,9 @@ def decide(
     predictive = 0
     if policy.forecast.enabled:
         fcfg = forecast_cfg or forecast_config(policy)
-        fstate = observe(fcfg, fstate or new_state(fcfg), now, offered)
+        if fstate is None or state.forecast_step_seconds != fcfg.step_seconds:
+            fstate = _forecaster(state, fcfg)
+        fstate = observe(fcfg, fstate, now, offered)
         q = policy.forecast.quantile
         key = (int(now // fcfg.step_seconds), math.ceil(lead.high_seconds / fcfg.step_seconds), q)
         cache = state.forecast_cache
@@ -285,6 +288,8 @@ def decide(
         decisions=(*decisions, (now, desired)),
         panic_until=panic_until if panic else None,
         forecast=fstate,
+        forecast_step_seconds=policy.forecast.step_seconds if fstate is not None else None,
+        forecast_seed=None if fstate is not None else state.forecast_seed,
         forecast_cache=forecast_cache,
         capacity=capacity_stats,
         last_waiting=(now, waiting),
@@ -304,6 +309,15 @@ def decide(
         message=_message(reason, desired, current, binding, raw, stuck),
     )
     return DecisionResult(d, next_state)
+
+
+def _forecaster(state: CoreState, config: ForecastConfig) -> ForecastState:
+    """The forecaster to continue from: restored history, or the current one re-bucketed after the
+    policy changed its step, or a fresh one."""
+    seed = state.forecast_seed
+    if state.forecast is not None and state.forecast_step_seconds is not None:
+        seed = ForecastSeed.of(state.forecast, state.forecast_step_seconds)
+    return seed.rebuild(config) if seed is not None else new_state(config)
 
 
 def _missing_metrics(

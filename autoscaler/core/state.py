@@ -1,16 +1,22 @@
 """The decision core's memory between ticks: small, immutable, serializable.
 
-The controller persists `to_dict()` in the policy's status, so a restart loses nothing.
+The controller persists `to_dict()` (a few KB to ~15 KB) in the policy's status, so a restart loses nothing
+it needs: the forecaster's history is kept compactly (see forecast_seed.py) and refitted on restore.
 """
 
 from __future__ import annotations
 
+import logging
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats
+from autoscaler.core.forecast_seed import ForecastSeed
 from forecasting import ForecastState
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +27,8 @@ class CoreState:
     decisions: tuple[tuple[float, int], ...] = ()
     panic_until: float | None = None
     forecast: ForecastState | None = None
+    forecast_step_seconds: float | None = None  # the bucket width `forecast` was built with
+    forecast_seed: ForecastSeed | None = None  # restored history, rebuilt into `forecast` at the next tick
     coldstart: ColdStartStats = field(default_factory=ColdStartStats)
     capacity: CapacityStats = field(default_factory=CapacityStats)
     last_waiting: tuple[float, float] | None = None  # (time, waiting sequences)
@@ -35,7 +43,7 @@ class CoreState:
             "recommendations": [[round(t, 3), r] for t, r in self.recommendations],
             "decisions": [[round(t, 3), r] for t, r in self.decisions],
             "panicUntil": self.panic_until,
-            "forecast": self.forecast.to_dict() if self.forecast is not None else None,
+            "forecast": self._seed_dict(),
             "coldStart": self.coldstart.to_dict(),
             "capacity": [round(x, 4) for x in self.capacity.samples],
             "lastWaiting": list(self.last_waiting) if self.last_waiting else None,
@@ -43,16 +51,29 @@ class CoreState:
             "lastTick": self.last_tick,
         }
 
+    def _seed_dict(self) -> dict[str, Any] | None:
+        seed = self.forecast_seed
+        if self.forecast is not None and self.forecast_step_seconds is not None:
+            seed = ForecastSeed.of(self.forecast, self.forecast_step_seconds)
+        return seed.to_dict() if seed is not None else None
+
     @staticmethod
     def from_dict(d: dict[str, Any]) -> CoreState:
-        """Rebuild from `to_dict()` output. Unreadable parts start fresh rather than failing the loop."""
+        """Rebuild from `to_dict()` output. An unreadable forecast history starts fresh (logged) rather
+        than failing the loop: the reactive path and the floors do not need it."""
         fc = d.get("forecast")
+        seed = None
+        if fc:
+            try:
+                seed = ForecastSeed.from_dict(fc)
+            except (KeyError, ValueError, TypeError, zlib.error) as e:
+                _log.warning("stored forecast history unreadable, starting it fresh: %s", e)
         lw = d.get("lastWaiting")
         return CoreState(
             recommendations=tuple((float(t), int(r)) for t, r in d.get("recommendations") or ()),
             decisions=tuple((float(t), int(r)) for t, r in d.get("decisions") or ()),
             panic_until=d.get("panicUntil"),
-            forecast=ForecastState.from_dict(fc) if fc else None,
+            forecast_seed=seed,
             coldstart=ColdStartStats.from_dict(d.get("coldStart") or {}),
             capacity=CapacityStats(tuple(float(x) for x in d.get("capacity") or ())),
             last_waiting=(float(lw[0]), float(lw[1])) if lw else None,

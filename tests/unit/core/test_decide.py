@@ -206,3 +206,28 @@ def test_explanation_names_the_binding_constraint() -> None:
     d = run(pol, signals(work=1.0, desired=7)).decision
     assert d.binding == "floor"
     assert d.components["floor"] == 7
+
+
+def test_restored_state_keeps_the_forecast_history_in_a_small_status() -> None:
+    import json
+    import math
+
+    pol = policy(forecast={"enabled": True})
+    state = CoreState()
+    for i in range(3 * 1440):  # three days at one tick a minute, a daily cycle between 2 and 8
+        work = 5 + 3 * math.sin(i / 1440 * 2 * math.pi)
+        state = run(pol, signals(work=work, desired=10), state, now=i * 60.0).state
+    blob = json.dumps(state.to_dict())
+    assert len(blob) < 40_000
+    restored = CoreState.from_dict(json.loads(blob))
+    now = 3 * 1440 * 60.0
+    a = run(pol, signals(work=5.0, desired=10), state, now=now).decision
+    b = run(pol, signals(work=5.0, desired=10), restored, now=now).decision
+    assert a.forecast_work is not None and b.forecast_work is not None
+    assert abs(a.forecast_work - b.forecast_work) <= 0.15 * a.forecast_work
+
+
+def test_unreadable_forecast_history_starts_fresh_instead_of_failing() -> None:
+    restored = CoreState.from_dict({"forecast": {"stepSeconds": 60, "firstTSeconds": 0, "values": "!!!"}})
+    assert restored.forecast_seed is None
+    assert run(policy(forecast={"enabled": True}), signals(work=1.0, desired=2), restored).decision.desired_replicas

@@ -94,11 +94,15 @@ def test_starting_replicas_are_not_reordered(n_starting: int, ready: int, work: 
     state = CoreState()
     desired = ready + n_starting
     wanted = []
+    served = min(work, ready)
+    work_per_request = served / 10.0
     for i in range(4):
         t = i * 15.0
+        # The queue moves as the data says it must: it grows by the unserved demand, drains by spare capacity.
+        queue = max(0.0, waiting + t * (work - ready) / work_per_request)
         sig = Signals(
-            prompt_tokens_rate=Measured(min(work, ready) * 10000, 1.0), generation_tokens_rate=Measured(0.0, 1.0),
-            request_rate=Measured(10.0, 1.0), waiting=Measured(waiting + i * 10 * max(0.0, work - ready), 1.0),
+            prompt_tokens_rate=Measured(served * 10000, 1.0), generation_tokens_rate=Measured(0.0, 1.0),
+            request_rate=Measured(10.0, 1.0), waiting=Measured(queue, 1.0),
             replicas=ReplicaCounts(desired=desired, ready=ready, starting=tuple(
                 StartingReplica(stage_name, age_seconds=t, stage_age_seconds=t) for _ in range(n_starting))),  # type: ignore[arg-type]
         )

@@ -1,0 +1,132 @@
+"""The in-memory workload forms every loader produces and every fleet consumes.
+
+- `Trace`: one row per request (arrival seconds from the start, prompt tokens, output tokens), sorted;
+  for the request-level fleet.
+- `BinnedWorkload`: arrivals and token work per fixed bin (e.g. 1 s), plus a sample of prompt and
+  output lengths for latency distributions; for the fluid fleet and multi-day traces.
+
+Scaling: `clone` repeats each request k times at the same timestamp (jitter ≤ 100 ms), which keeps the
+burst shape (protocol §1); `BinnedWorkload.scaled` multiplies the rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from simulations.errors import SimulationInputError
+
+MAX_CLONE_JITTER_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Trace:
+    name: str
+    arrival_s: np.ndarray  # float64, non-decreasing, first ≥ 0
+    prompt_tokens: np.ndarray  # int64 ≥ 1
+    output_tokens: np.ndarray  # int64 ≥ 1
+    start_epoch: float  # unix seconds of t = 0 (used for time-of-day floors)
+
+    def __post_init__(self) -> None:
+        n = len(self.arrival_s)
+        if n == 0:
+            raise SimulationInputError(self.name, "", "the trace has no requests",
+                                       "pass a trace with at least one request")
+        if len(self.prompt_tokens) != n or len(self.output_tokens) != n:
+            raise SimulationInputError(self.name, "", "column lengths differ", "give one value per request")
+        if np.any(np.diff(self.arrival_s) < 0):
+            i = int(np.argmax(np.diff(self.arrival_s) < 0)) + 1
+            raise SimulationInputError(self.name, "arrival", f"request {i} arrives before request {i - 1}",
+                                       "sort the trace by timestamp")
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+    @property
+    def duration_seconds(self) -> float:
+        return float(self.arrival_s[-1]) if len(self.arrival_s) else 0.0
+
+    def clone(self, k: float, seed: int = 0) -> Trace:
+        """Each request k times (k may be fractional: the remainder is a per-request coin flip), copies
+        at the original timestamp plus uniform jitter in [0, 100 ms]. The burst shape is kept."""
+        if not k > 0:
+            raise SimulationInputError(self.name, "scale", f"clone factor {k} must be > 0", "use e.g. --scale 8")
+        if k == 1:
+            return self
+        rng = np.random.default_rng(seed)
+        n = len(self)
+        whole = int(np.floor(k))
+        reps = np.full(n, whole, dtype=np.int64)
+        if k - whole > 0:
+            reps += rng.random(n) < (k - whole)
+        idx = np.repeat(np.arange(n), reps)
+        if len(idx) == 0:
+            raise SimulationInputError(self.name, "scale", f"clone factor {k} left no request", "use a larger k")
+        first = np.zeros(len(idx), dtype=bool)
+        first[(np.cumsum(reps) - reps)[reps > 0]] = True  # the original keeps its timestamp
+        jitter = np.where(first, 0.0, rng.uniform(0.0, MAX_CLONE_JITTER_SECONDS, len(idx)))
+        t = self.arrival_s[idx] + jitter
+        order = np.argsort(t, kind="stable")
+        return Trace(f"{self.name}×{k:g}", t[order], self.prompt_tokens[idx][order],
+                     self.output_tokens[idx][order], self.start_epoch)
+
+    def window(self, start_s: float, end_s: float) -> Trace:
+        """Requests with start ≤ arrival < end, re-based to start at 0."""
+        lo, hi = np.searchsorted(self.arrival_s, [start_s, end_s])
+        return Trace(self.name, self.arrival_s[lo:hi] - start_s, self.prompt_tokens[lo:hi],
+                     self.output_tokens[lo:hi], self.start_epoch + start_s)
+
+    def binned(self, bin_seconds: float = 1.0) -> BinnedWorkload:
+        nbins = int(np.floor(self.duration_seconds / bin_seconds)) + 1
+        b = np.minimum((self.arrival_s / bin_seconds).astype(np.int64), nbins - 1)
+        return BinnedWorkload(
+            name=self.name,
+            bin_seconds=bin_seconds,
+            counts=np.bincount(b, minlength=nbins).astype(np.float64),
+            prompt_tokens=np.bincount(b, weights=self.prompt_tokens, minlength=nbins),
+            output_tokens=np.bincount(b, weights=self.output_tokens, minlength=nbins),
+            prompt_sample=np.sort(self.prompt_tokens.astype(np.float64)),
+            output_sample=np.sort(self.output_tokens.astype(np.float64)),
+            start_epoch=self.start_epoch,
+        )
+
+
+@dataclass(frozen=True)
+class BinnedWorkload:
+    name: str
+    bin_seconds: float
+    counts: np.ndarray  # requests arriving per bin (float: a scaled rate need not be whole)
+    prompt_tokens: np.ndarray  # prompt tokens arriving per bin
+    output_tokens: np.ndarray  # output tokens arriving per bin
+    prompt_sample: np.ndarray  # sorted prompt lengths: the per-request distribution
+    output_sample: np.ndarray  # sorted output lengths
+    start_epoch: float
+
+    def __post_init__(self) -> None:
+        if len(self.counts) == 0 or float(self.counts.sum()) <= 0:
+            raise SimulationInputError(self.name, "", "the workload has no requests",
+                                       "pass a trace with at least one request")
+        if not (len(self.counts) == len(self.prompt_tokens) == len(self.output_tokens)):
+            raise SimulationInputError(self.name, "", "bin arrays differ in length", "build bins together")
+        if np.any(self.counts < 0) or not np.all(np.isfinite(self.counts)):
+            raise SimulationInputError(self.name, "rate", "negative or non-finite rate", "fix the rate data")
+
+    @property
+    def duration_seconds(self) -> float:
+        return len(self.counts) * self.bin_seconds
+
+    @property
+    def total_requests(self) -> float:
+        return float(self.counts.sum())
+
+    def scaled(self, factor: float) -> BinnedWorkload:
+        if not factor > 0:
+            raise SimulationInputError(self.name, "scale", f"rate factor {factor} must be > 0", "use e.g. 0.3")
+        return replace(self, name=f"{self.name}×{factor:g}", counts=self.counts * factor,
+                       prompt_tokens=self.prompt_tokens * factor, output_tokens=self.output_tokens * factor)
+
+    def head(self, seconds: float) -> BinnedWorkload:
+        n = max(1, int(seconds / self.bin_seconds))
+        return replace(self, counts=self.counts[:n], prompt_tokens=self.prompt_tokens[:n],
+                       output_tokens=self.output_tokens[:n])

@@ -1,0 +1,41 @@
+"""`ours`: the project's decision core, driven through the simulator's adapters. No logic of its own.
+
+Signals: the load part from the metrics view (Prometheus with lags), replica counts by phase, cluster
+facts and completed cold-start stages from the simulated scale target; `now` is unix seconds so the
+policy's time-of-day floors apply to the trace's own dates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from autoscaler.core import CoreState, decide, forecast_config
+from autoscaler.policy import PolicySpec
+from simulations.autoscalers.base import Context
+
+
+class Ours:
+    name = "ours"
+
+    def __init__(self, policy: PolicySpec, interval_seconds: float | None = None):
+        self.policy = policy
+        self.interval_seconds = interval_seconds or policy.interval_seconds
+        self._fcfg = forecast_config(policy)
+        self.state = CoreState()
+        self.last_decision: object | None = None
+
+    def initial_replicas(self, default: int) -> int:
+        return max(self.policy.replicas.min, min(default, self.policy.replicas.max))
+
+    def tick(self, now: float, ctx: Context) -> int | None:
+        fleet = ctx.fleet
+        signals = replace(
+            ctx.view.signals(now),
+            replicas=fleet.replica_counts(now),
+            cluster=fleet.cluster_facts(now),
+            observations=fleet.take_observations(now),
+        )
+        result = decide(self.policy, signals, self.state, ctx.start_epoch + now, self._fcfg)
+        self.state = result.state
+        self.last_decision = result.decision
+        return result.decision.desired_replicas

@@ -1,0 +1,231 @@
+"""Scenarios (protocol §1): trace + scaling + replica profile + cold-start profile + SLO, as YAML.
+
+Files live in `simulations/scenarios/`; unknown keys are errors. Trace paths are relative to the shared
+traces folder, `$INFERENCE_AUTOSCALER_TRACES` (default `../shared/traces` from the working directory),
+except `bundled:NAME`, which is a file shipped in `simulations/data/`.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from simulations.errors import SimulationInputError
+from simulations.profiles import COLD_START_PROFILES, ClusterSpec, ColdStartName, ColdStartProfile, ServingProfile
+from simulations.synthetic import diurnal_workload, flash_crowd_trace
+from simulations.trace import BinnedWorkload, Trace
+from simulations.trace_loaders import load_azure_csv, load_jsonl, servegen_workload
+
+TRACES_ENV = "INFERENCE_AUTOSCALER_TRACES"
+DEFAULT_TRACES_DIR = "../shared/traces"
+MONDAY_2024 = "2024-01-01T00:00:00+00:00"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TraceSpec(_Model):
+    format: Literal["azure", "jsonl", "servegen", "flash-crowd", "diurnal"]
+    path: str | None = Field(None, description="relative to the traces folder, or bundled:NAME")
+    clone: float | None = Field(None, gt=0, description="request-level scaling: each request k times")
+    rate_factor: float | None = Field(None, gt=0, description="rate scaling for binned workloads")
+    token_source: str = Field("azure_llm_2023_conv.csv", description="token lengths for rate-only traces")
+    limit_seconds: float | None = Field(None, gt=0, description="use only the first N seconds")
+    # synthetic shapes
+    base_rps: float = Field(20.0, gt=0)
+    burst_factor: float = Field(5.0, ge=1)
+    burst_start_seconds: float = Field(3000.0, ge=0)
+    burst_ramp_seconds: float = Field(30.0, ge=0)
+    burst_hold_seconds: float = Field(600.0, gt=0)
+    duration_seconds: float = Field(7200.0, gt=0)
+    peak_to_trough: float = Field(3.0, ge=1)
+    noise_sigma: float = Field(0.1, ge=0)
+
+    @model_validator(mode="after")
+    def _needs_path(self) -> TraceSpec:
+        if self.format in ("azure", "jsonl", "servegen") and not self.path:
+            raise ValueError(f"format {self.format} needs a path")
+        return self
+
+
+class SloSpec(_Model):
+    ttft_seconds: float = Field(2.0, gt=0)
+    target_attainment: float = Field(0.99, gt=0, le=1)
+
+
+class SweepSpec(_Model):
+    static: list[int] = Field(default_factory=list)
+    hpa: list[float] = Field(default_factory=list, description="target running requests per pod")
+    keda: list[float] = Field(default_factory=list, description="threshold on sum(waiting)")
+    kpa: list[float] = Field(default_factory=list, description="per-pod container concurrency")
+
+
+class Scenario(_Model):
+    name: str
+    description: str = ""
+    trace: TraceSpec
+    fidelity: Literal["request", "fluid"] = "request"
+    bin_seconds: float = Field(1.0, gt=0)
+    serving: ServingProfile = ServingProfile()
+    cold_start: ColdStartName | ColdStartProfile = "typical"
+    cluster: ClusterSpec = ClusterSpec(gpus_per_node=1)
+    slo: SloSpec = SloSpec()
+    initial_replicas: int = Field(2, ge=1)
+    min_replicas: int = Field(1, ge=0, description="floor for the baselines and the oracle")
+    max_replicas: int = Field(60, ge=1)
+    start_time: str | None = Field(None, description="ISO time of t = 0; default: the trace's own, else a Monday")
+    seed: int = 1
+    sweeps: SweepSpec = SweepSpec()
+    quick: SweepSpec | None = Field(None, description="smaller sweeps for bench --quick")
+    quick_limit_seconds: float | None = Field(None, gt=0, description="trace length for bench --quick")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"min_replicas ({self.min_replicas}) > max_replicas ({self.max_replicas})")
+        if self.start_time is not None:
+            try:
+                datetime.fromisoformat(self.start_time)
+            except ValueError as e:
+                raise ValueError(f"start_time {self.start_time!r} is not an ISO time") from e
+        return self
+
+    @property
+    def cold_start_profile(self) -> ColdStartProfile:
+        if isinstance(self.cold_start, ColdStartProfile):
+            return self.cold_start
+        return COLD_START_PROFILES[self.cold_start]
+
+    def with_cold_start(self, name: str) -> Scenario:
+        return self.model_copy(update={"cold_start": name})
+
+
+def traces_dir() -> Path:
+    return Path(os.environ.get(TRACES_ENV) or DEFAULT_TRACES_DIR)
+
+
+def bundled_path(name: str) -> Path:
+    return Path(str(resources.files("simulations") / "data" / name))
+
+
+def resolve_trace_path(path: str) -> Path:
+    if path.startswith("bundled:"):
+        return bundled_path(path.removeprefix("bundled:"))
+    p = Path(path)
+    return p if p.is_absolute() else traces_dir() / p
+
+
+def scenario_dir() -> Path:
+    return Path(str(resources.files("simulations") / "scenarios"))
+
+
+def scenario_names() -> list[str]:
+    return sorted(p.stem for p in scenario_dir().glob("*.yaml"))
+
+
+def load_scenario(name_or_file: str) -> Scenario:
+    """A scenario by name (simulations/scenarios/NAME.yaml) or by file path."""
+    p = Path(name_or_file)
+    if not (p.suffix in (".yaml", ".yml") and p.exists()):
+        p = scenario_dir() / f"{name_or_file}.yaml"
+        if not p.exists():
+            raise SimulationInputError(name_or_file, "scenario", "no such scenario or file",
+                                       f"use one of {', '.join(scenario_names())} or a YAML path")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise SimulationInputError(str(p), "", f"cannot read ({e})", "pass a readable UTF-8 YAML file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
+        raise SimulationInputError(where, "", f"YAML syntax error ({getattr(e, 'problem', e)})",
+                                   "fix the YAML") from None
+    return parse_scenario(data, str(p))
+
+
+def parse_scenario(data: object, source: str = "<scenario>") -> Scenario:
+    if not isinstance(data, dict):
+        raise SimulationInputError(source, "", "a scenario must be a YAML mapping", "see simulations/scenarios/")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise SimulationInputError(source, loc, "unknown key", "check the spelling; unknown keys are "
+                                       "not ignored") from None
+        raise SimulationInputError(source, loc, str(err["msg"]),
+                                   "see the field's description in simulations/scenario.py") from None
+
+
+@lru_cache(maxsize=4)
+def _token_trace(path: str) -> Trace:
+    return load_azure_csv(resolve_trace_path(path))
+
+
+def start_epoch(scenario: Scenario, trace_epoch: float | None) -> float:
+    if scenario.start_time is not None:
+        return datetime.fromisoformat(scenario.start_time).timestamp()
+    if trace_epoch:
+        return trace_epoch
+    return datetime.fromisoformat(MONDAY_2024).timestamp()
+
+
+def build_workload(scenario: Scenario, limit_seconds: float | None = None) -> Trace | BinnedWorkload:
+    """The scenario's workload, scaled: a `Trace` for request-level runs, a `BinnedWorkload` for fluid."""
+    spec = scenario.trace
+    limit = limit_seconds or spec.limit_seconds
+    seed = scenario.seed
+    wl: Trace | BinnedWorkload
+    if spec.format in ("azure", "jsonl"):
+        assert spec.path is not None
+        p = resolve_trace_path(spec.path)
+        trace = load_azure_csv(p) if spec.format == "azure" else load_jsonl(p)
+        if limit:
+            trace = trace.window(0.0, limit)
+        if spec.clone:
+            trace = trace.clone(spec.clone, seed=seed)
+        wl = trace
+    elif spec.format == "flash-crowd":
+        tokens = _token_trace(spec.token_source)
+        duration = min(spec.duration_seconds, limit) if limit else spec.duration_seconds
+        wl = flash_crowd_trace(tokens, spec.base_rps, spec.burst_factor, spec.burst_start_seconds,
+                               spec.burst_ramp_seconds, spec.burst_hold_seconds, duration, seed)
+    elif spec.format == "diurnal":
+        tokens = _token_trace(spec.token_source)
+        duration = min(spec.duration_seconds, limit) if limit else spec.duration_seconds
+        wl = diurnal_workload(tokens, spec.base_rps, spec.peak_to_trough, spec.noise_sigma, duration,
+                              scenario.bin_seconds, seed)
+    else:  # servegen
+        assert spec.path is not None
+        tokens = _token_trace(spec.token_source)
+        wl = servegen_workload(resolve_trace_path(spec.path), tokens, spec.rate_factor or 1.0,
+                               scenario.bin_seconds, seed, max_seconds=limit)
+    if isinstance(wl, BinnedWorkload) and spec.rate_factor and spec.format != "servegen":
+        wl = wl.scaled(spec.rate_factor)
+    if scenario.fidelity == "fluid" and isinstance(wl, Trace):
+        wl = wl.binned(scenario.bin_seconds)
+    if scenario.fidelity == "request" and isinstance(wl, BinnedWorkload):
+        raise SimulationInputError(scenario.name, "fidelity", "a rate workload cannot run request-level",
+                                   "set fidelity: fluid")
+    return wl
+
+
+def demand_replicas(workload: Trace | BinnedWorkload, serving: ServingProfile, bin_seconds: float = 1.0,
+                    reference_batch: float = 64.0) -> np.ndarray:
+    """Work arriving per bin in replica-equivalents: prompt / prefill rate + output tokens at the decode
+    cost per token of a replica running `reference_batch` sequences. Used for plots and by the oracle."""
+    per_token = serving.itl(reference_batch) / reference_batch
+    if isinstance(workload, Trace):
+        workload = workload.binned(bin_seconds)
+    work = workload.prompt_tokens / serving.prefill_tokens_per_second + workload.output_tokens * per_token
+    return np.asarray(work / workload.bin_seconds)

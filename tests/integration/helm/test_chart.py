@@ -1,0 +1,214 @@
+"""The Helm chart: lint, render with default and non-default values, validate every manifest against the
+Kubernetes schemas, and keep the shipped CRD identical to `inference-autoscaler schema`.
+
+Needs a real `helm` binary: run `.ci/install-helm.sh` (these tests fail, not skip, without it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from autoscaler.crd import crd
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "charts" / "inference-autoscaler"
+K8S_VERSIONS = ("1.30.0", "1.37.0")
+NON_DEFAULT = {
+    "replicaCount": 2,
+    "watchNamespaces": ["team-a", "team-b"],
+    "prometheusUrl": "http://prometheus-operated.monitoring:9090",
+    "dryRun": True,
+    "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}},
+    "grafanaDashboard": {"enabled": True},
+    "rbac": {"extraScaleResources": [{"apiGroup": "apps", "resource": "statefulsets"}]},
+    "extraArgs": ["--max-backoff=120"],
+}
+
+
+def helm() -> str:
+    found = shutil.which("helm") or next(
+        (str(p) for p in (Path("/usr/local/bin/helm"), Path.home() / ".local/bin/helm") if p.exists()), None
+    )
+    if found is None:
+        pytest.fail("helm is not installed: run .ci/install-helm.sh")
+    return found
+
+
+def run(*args: str, stdin: str | None = None) -> str:
+    p = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, f"{' '.join(args)} failed:\n{p.stdout}\n{p.stderr}"
+    return p.stdout
+
+
+def render(tmp_path: Path, values: dict[str, Any] | None = None, crds: bool = True) -> tuple[str, list[dict]]:
+    args = [helm(), "template", "rel", str(CHART), "--namespace", "autoscaler"]
+    if crds:
+        args.append("--include-crds")
+    if values is not None:
+        f = tmp_path / "values.yaml"
+        f.write_text(yaml.safe_dump(values))
+        args += ["-f", str(f)]
+    text = run(*args)
+    return text, [d for d in yaml.safe_load_all(text) if d]
+
+
+def validate(text: str, version: str) -> None:
+    exe = Path(sys.executable).with_name("kubernetes-validate")
+    cmd = [str(exe) if exe.exists() else "kubernetes-validate", "--strict", "-k", version, "-"]
+    p = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and "ERROR" not in out, out
+
+
+def by_kind(docs: list[dict], kind: str) -> list[dict]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def test_chart_lints_strictly_with_default_and_non_default_values(tmp_path):
+    run(helm(), "lint", "--strict", str(CHART))
+    f = tmp_path / "v.yaml"
+    f.write_text(yaml.safe_dump(NON_DEFAULT))
+    run(helm(), "lint", "--strict", str(CHART), "-f", str(f))
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("values", [None, NON_DEFAULT], ids=["default", "non-default"])
+def test_rendered_manifests_validate_against_kubernetes_schemas(tmp_path, values, version):
+    text, docs = render(tmp_path, values)
+    assert by_kind(docs, "Deployment") and by_kind(docs, "CustomResourceDefinition")
+    validate(text, version)
+
+
+def test_values_schema_rejects_unknown_and_out_of_range_values(tmp_path):
+    for bad in ({"bogus": 1}, {"replicaCount": -1}, {"logLevel": "loud"}, {"watchNamespaces": ["Not_A_Label"]}):
+        f = tmp_path / "bad.yaml"
+        f.write_text(yaml.safe_dump(bad))
+        p = subprocess.run([helm(), "template", "rel", str(CHART), "-f", str(f)], capture_output=True, text=True)
+        assert p.returncode != 0, bad
+
+
+def test_shipped_crd_is_exactly_the_generated_one():
+    """Regenerate with: inference-autoscaler schema > charts/inference-autoscaler/crds/modelscalingpolicies.yaml"""
+    shipped = yaml.safe_load((CHART / "crds" / "modelscalingpolicies.yaml").read_text())
+    assert shipped == crd()
+    version = shipped["spec"]["versions"][0]
+    assert version["subresources"] == {"status": {}} and version["additionalPrinterColumns"]
+
+
+def test_default_deployment_is_hardened(tmp_path):
+    _, docs = render(tmp_path)
+    pod = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]} and sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert c["resources"]["requests"] and c["resources"]["limits"]
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert "--no-leader-elect" in c["args"]
+
+
+def test_more_than_one_replica_turns_leader_election_on_with_a_lease_role(tmp_path):
+    _, docs = render(tmp_path, {"replicaCount": 2})
+    args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--leader-elect" in args and "--lease-namespace=autoscaler" in args
+    (role,) = by_kind(docs, "Role")
+    assert role["metadata"]["namespace"] == "autoscaler"
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
+
+
+def _rules(docs: list[dict]) -> list[dict]:
+    return [r for cr in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") for r in cr["rules"]]
+
+
+def test_rbac_is_least_privilege_and_never_touches_secrets(tmp_path):
+    _, docs = render(tmp_path, {"replicaCount": 2})
+    rules = _rules(docs)
+    granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+    assert not any(res == "secrets" or res == "*" or v == "*" for _, res, v in granted)
+    assert not any(v in ("delete", "deletecollection", "escalate", "bind", "impersonate") for _, _, v in granted)
+    writes = {(g, res, v) for g, res, v in granted if v in ("create", "update", "patch")}
+    assert writes == {
+        ("autoscaler.inference.dev", "modelscalingpolicies/status", "patch"),
+        ("autoscaler.inference.dev", "modelscalingpolicies/status", "update"),
+        ("apps", "deployments/scale", "update"),
+        ("apps", "deployments/scale", "patch"),
+        ("leaderworkerset.x-k8s.io", "leaderworkersets/scale", "update"),
+        ("leaderworkerset.x-k8s.io", "leaderworkersets/scale", "patch"),
+        ("serving.kserve.io", "inferenceservices", "patch"),
+        ("", "events", "create"),
+        ("", "events", "patch"),
+        ("coordination.k8s.io", "leases", "create"),
+        ("coordination.k8s.io", "leases", "update"),
+    }
+
+
+def test_watch_namespaces_bind_write_permissions_per_namespace_only(tmp_path):
+    _, docs = render(tmp_path, {"watchNamespaces": ["team-a", "team-b"]})
+    crbs = {d["roleRef"]["name"] for d in by_kind(docs, "ClusterRoleBinding")}
+    assert crbs == {"rel-inference-autoscaler-observe"}  # only the read-only observation role is cluster-wide
+    rbs = [d for d in by_kind(docs, "RoleBinding") if d["roleRef"]["name"] == "rel-inference-autoscaler"]
+    assert sorted(d["metadata"]["namespace"] for d in rbs) == ["team-a", "team-b"]
+    args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--namespaces=team-a,team-b" in args
+
+
+def test_grafana_dashboard_is_real_json_with_the_controller_metrics(tmp_path):
+    import json
+
+    _, docs = render(tmp_path, {"grafanaDashboard": {"enabled": True}})
+    (cm,) = by_kind(docs, "ConfigMap")
+    dash = json.loads(cm["data"]["inference-autoscaler.json"])
+    exprs = " ".join(t["expr"] for p in dash["panels"] for t in p["targets"])
+    for metric in (
+        "desired_replicas",
+        "current_replicas",
+        "forecast_work_replicas",
+        "lead_time_seconds",
+        "decisions_total",
+    ):
+        assert f"inference_autoscaler_{metric}" in exprs
+
+
+def test_the_controller_metric_names_in_the_dashboard_exist():
+    """The dashboard must not query metrics the controller does not export."""
+    import json
+    import re
+
+    from prometheus_client import CollectorRegistry
+
+    from autoscaler.controller.telemetry import ControllerMetrics
+    from autoscaler.sources.telemetry import SourceTelemetry
+
+    reg = CollectorRegistry()
+    ControllerMetrics(reg)
+    SourceTelemetry(reg)
+    names: set[str] = set()
+    for m in reg.collect():  # families (labelled metrics have no samples until first used)
+        names |= {m.name, f"{m.name}_total", f"{m.name}_bucket", f"{m.name}_sum", f"{m.name}_count"}
+    dash = json.loads((CHART / "files" / "dashboard.json").read_text())
+    used = {
+        n for p in dash["panels"] for t in p["targets"] for n in re.findall(r"inference_autoscaler_[a-z_]+", t["expr"])
+    }
+    assert used and used <= names, used - names
+
+
+@pytest.mark.skipif(os.environ.get("CI_NO_DOCKERFILE_CHECK") == "1", reason="opt-out")
+def test_dockerfile_runs_as_a_numeric_non_root_user_and_starts_the_controller():
+    text = (ROOT / "Dockerfile").read_text()
+    assert text.count("FROM ") == 2  # multi-stage
+    assert "USER 65532:65532" in text
+    assert 'ENTRYPOINT ["inference-autoscaler"]' in text and 'CMD ["run"]' in text

@@ -81,7 +81,7 @@ class PrometheusAPI:
         self._client.close()
 
     def _post(self, path: str, form: dict[str, str]) -> Any:
-        form = {**form, "timeout": f"{max(0.1, self.timeout_seconds * 0.9):.3f}s"}
+        form = {**form, "timeout": f"{max(100, int(self.timeout_seconds * 900))}ms"}
         self.requests += 1
         try:
             with self._client.stream("POST", self.url + path, data=form) as r:

@@ -1,0 +1,180 @@
+"""The Prometheus source against a real Prometheus scraping the emulator.
+
+Ground truth is the emulator fleet's own totals at the wall time of Prometheus's newest sample.
+Tolerances (stated, and why):
+- waiting, running, KV-cache use: exact, up to the scrape's timing. Prometheus scrapes each replica at
+  its own offset within the 1 s interval, so the summed value must lie inside [Σ min, Σ max] of each
+  replica's values over the 1.6 s before the newest sample; measured error = distance outside that
+  range, allowed ≤ 1 sequence (≤ 0.01 for the KV fraction).
+- rates over the 20 s window: ±10 %. Prometheus's rate() extrapolates to the window edges from 1 s
+  samples; the truth is the exact counter difference over the same 20 s.
+- queue-time p90: ±25 % or within one bucket of vLLM's request_latency_buckets, whichever is wider;
+  both sides interpolate inside coarse buckets (0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5 ...).
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from autoscaler.core import CoreState, ReplicaCounts
+from autoscaler.core.decide import Reason, decide
+from autoscaler.emulator.server import EmulatorServer
+from autoscaler.policy import ModelScalingPolicy
+from autoscaler.sources.failover import FailoverMetricsSource
+from autoscaler.sources.prometheus import PrometheusMetricsSource
+from autoscaler.sources.promql import PromQLBuilder
+from autoscaler.sources.scrape import ScrapeMetricsSource
+from simulations.histograms import REQUEST_LATENCY_BUCKETS, quantile_from_counts
+from tests.unit.sources.helpers import fresh_telemetry, msp
+
+from .conftest import MODEL, REPLICAS, PrometheusProcess, scrape_config
+
+pytestmark = pytest.mark.integration
+WINDOW_S = 20.0
+
+
+def policy(staleness: float = 60.0) -> ModelScalingPolicy:
+    return msp("llama", model=MODEL, namespace="serving", staleness=staleness)
+
+
+def source(url: str, timeout: float = 2.0) -> PrometheusMetricsSource:
+    tel, _ = fresh_telemetry()
+    return PrometheusMetricsSource(url, builder=PromQLBuilder(window=f"{WINDOW_S:g}s"), telemetry=tel,
+                                   timeout_seconds=timeout)
+
+
+def wait_until_warm(emulator: EmulatorServer, seconds: float) -> None:
+    left = emulator.driver.started_wall + seconds - time.time()
+    if left > 0:
+        time.sleep(left)
+
+
+def test_signals_match_the_emulator_ground_truth(emulator: EmulatorServer, prometheus: PrometheusProcess) -> None:
+    wait_until_warm(emulator, WINDOW_S + 8)
+    src = source(prometheus.url)
+    p = policy()
+    errors: dict[str, list[float]] = {k: [] for k in ("waiting", "running", "kv", "prompt", "gen", "req", "p90")}
+    for _ in range(3):
+        now = time.time()
+        s = src.collect([p], now)[p.key]
+        sample_wall = now - s.waiting.age_seconds
+        truth = emulator.driver.truth_at(sample_wall)
+        before = emulator.driver.truth_at(sample_wall - WINDOW_S)
+        assert truth is not None and before is not None
+        assert s.waiting.value is not None and s.running.value is not None and s.kv_cache_usage.value is not None
+        # Prometheus scrapes each replica at its own offset within the 1 s interval, so the sum mixes
+        # per-replica values from up to ~1 s apart: it must lie within the per-replica ranges.
+        snaps = [x for x in list(emulator.driver.recent) if sample_wall - 1.6 <= x.wall_time <= sample_wall + 0.3]
+        for key, got, attr, mean in (("waiting", s.waiting.value, "waiting", False),
+                                     ("running", s.running.value, "running", False),
+                                     ("kv", s.kv_cache_usage.value, "kv_cache_usage", True)):
+            lo = sum(min(getattr(x.replicas[i], attr) for x in snaps) for i in range(REPLICAS))
+            hi = sum(max(getattr(x.replicas[i], attr) for x in snaps) for i in range(REPLICAS))
+            if mean:
+                lo, hi = lo / REPLICAS, hi / REPLICAS
+            errors[key].append(max(0.0, lo - got, got - hi))
+        for key, got, t1, t0 in (
+            ("prompt", s.prompt_tokens_rate.value, truth.prompt_tokens, before.prompt_tokens),
+            ("gen", s.generation_tokens_rate.value, truth.generation_tokens, before.generation_tokens),
+            ("req", s.request_rate.value, truth.request_success, before.request_success),
+        ):
+            want = (t1 - t0) / WINDOW_S
+            assert got is not None and want > 0
+            errors[key].append(abs(got - want) / want)
+        deltas = [a - b for a, b in zip(truth.queue_time_counts, before.queue_time_counts, strict=True)]
+        want_p90 = quantile_from_counts(0.9, REQUEST_LATENCY_BUCKETS, deltas)
+        got_p90 = s.queue_time_p90_seconds.value
+        assert want_p90 is not None and got_p90 is not None
+        bucket = next((b for b in REQUEST_LATENCY_BUCKETS if b >= want_p90), REQUEST_LATENCY_BUCKETS[-1])
+        i = REQUEST_LATENCY_BUCKETS.index(bucket)
+        width = bucket - (REQUEST_LATENCY_BUCKETS[i - 1] if i else 0.0)
+        errors["p90"].append(abs(got_p90 - want_p90) / max(0.25 * want_p90, width))
+        time.sleep(1.5)
+    print("max errors:", {k: round(max(v), 4) for k, v in errors.items()})
+    assert max(errors["waiting"]) <= 1 and max(errors["running"]) <= 1
+    assert max(errors["kv"]) <= 0.01
+    assert max(errors["prompt"]) <= 0.10 and max(errors["gen"]) <= 0.10 and max(errors["req"]) <= 0.10
+    assert max(errors["p90"]) <= 1.0
+    assert src.last_query_count == 9
+
+
+def test_ages_are_the_age_of_prometheus_newest_sample(emulator: EmulatorServer,
+                                                      prometheus: PrometheusProcess) -> None:
+    src = source(prometheus.url)
+    s = src.collect([policy()], time.time())[policy().key]
+    assert 0 <= s.waiting.age_seconds < 3.0  # 1 s scrape interval, plus evaluation
+
+
+def test_prometheus_killed_signals_go_stale_the_core_holds_and_the_source_recovers(
+        emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    prom = PrometheusProcess(scrape_config(emulator), tmp_path_factory.mktemp("prom-kill"))
+    prom.start()
+    try:
+        prom.wait_for("vllm:num_requests_waiting", n=REPLICAS)
+        prom.wait_for(f"rate(vllm:prompt_tokens_total[{WINDOW_S:g}s]) > 0", n=REPLICAS, timeout=20)
+        p = policy(staleness=4.0)
+        src = source(prom.url, timeout=1.0)
+        replicas = ReplicaCounts(desired=REPLICAS, ready=REPLICAS)
+        s = src.collect([p], time.time())[p.key]
+        assert s.prompt_tokens_rate.fresh(4.0) is not None
+
+        prom.kill()
+        ages = []
+        for _ in range(4):
+            time.sleep(2.0)
+            s = src.collect([p], time.time())[p.key]
+            ages.append(s.prompt_tokens_rate.age_seconds)
+        assert ages == sorted(ages) and ages[-1] > 4.0
+        assert s.prompt_tokens_rate.fresh(4.0) is None and s.waiting.fresh(4.0) is None
+        assert src.failed_policies == {p.key}
+        state = CoreState()
+        for i in range(3):
+            from dataclasses import replace
+
+            result = decide(p.spec, replace(s, replicas=replicas), state, time.time() + i)
+            state = result.state
+            assert result.decision.reason is Reason.METRICS_MISSING
+            assert result.decision.desired_replicas is not None
+            assert result.decision.desired_replicas >= REPLICAS  # never scale down on unknown data
+
+        prom.start()
+        prom.wait_for("vllm:num_requests_waiting", n=REPLICAS)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            s = src.collect([p], time.time())[p.key]
+            if s.waiting.fresh(4.0) is not None and s.prompt_tokens_rate.fresh(4.0) is not None:
+                break
+            time.sleep(1.0)
+        assert s.waiting.fresh(4.0) is not None and s.prompt_tokens_rate.fresh(4.0) is not None
+        assert src.failed_policies == frozenset()
+    finally:
+        prom.stop()
+
+
+def test_failover_to_direct_scrape_when_prometheus_is_down(emulator: EmulatorServer) -> None:
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    prom_src = source(dead, timeout=0.5)
+    scrape = ScrapeMetricsSource(
+        lambda pol: [emulator.replica_url(r.replica_id) for r in emulator.driver.snapshot.replicas],
+        telemetry=prom_src.telemetry)
+    src = FailoverMetricsSource(prom_src, scrape)
+    p = policy(staleness=10)
+    s = src.collect([p], time.time())[p.key]
+    assert src.on_scrape == {p.key}
+    truth = emulator.driver.snapshot.truth
+    assert s.waiting.fresh(10) is not None and abs(s.waiting.value - truth.waiting) <= 2
+    time.sleep(2.0)
+    s = src.collect([p], time.time())[p.key]
+    assert s.prompt_tokens_rate.fresh(10) is not None and s.prompt_tokens_rate.value > 0
+
+
+def _closed_port() -> int:
+    from .conftest import free_port
+
+    port = free_port()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+    return port

@@ -1,0 +1,91 @@
+"""Prometheus with failover to the direct scrape, per policy, and back."""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+import pytest
+
+from autoscaler.core.signals import MISSING, Measured, Signals
+from autoscaler.sources.failover import FailoverMetricsSource, fresher, merge
+from autoscaler.sources.prom_api import PrometheusAPI
+from autoscaler.sources.prometheus import PrometheusMetricsSource
+from autoscaler.sources.scrape import ScrapeMetricsSource
+
+from .helpers import fresh_telemetry, json_response, msp, prom_transport, vector, vllm_text
+
+T0 = 1_700_000_000.0
+
+
+def build(prom_up: dict[str, bool]) -> tuple[FailoverMetricsSource, list[str]]:
+    tel, _ = fresh_telemetry()
+    scraped: list[str] = []
+
+    def answer(q: str) -> httpx.Response:
+        if not prom_up["up"]:
+            raise httpx.ConnectError("refused")
+        if "timestamp(" in q:
+            return json_response(vector([({"namespace": "default", "model_name": "m"}, T0, str(T0))]))
+        return json_response(vector([({"namespace": "default", "model_name": "m"}, T0, "9")]))
+
+    transport = prom_transport(answer)
+    prom = PrometheusMetricsSource("http://p", telemetry=tel, max_parallel_queries=1,
+                                   api_factory=lambda u: PrometheusAPI(u, client=httpx.Client(transport=transport)))
+
+    async def pod(request: httpx.Request) -> httpx.Response:
+        scraped.append(str(request.url))
+        return httpx.Response(200, text=vllm_text(waiting=2))
+
+    scrape = ScrapeMetricsSource(lambda p: ["pod-a"], telemetry=tel, transport=httpx.MockTransport(pod))
+    return FailoverMetricsSource(prom, scrape), scraped
+
+
+def test_prometheus_answers_and_no_pod_is_scraped() -> None:
+    src, scraped = build({"up": True})
+    assert src.collect([msp("m")], T0)["default/m"].waiting.value == 9
+    assert scraped == []
+
+
+def test_prometheus_down_fails_over_to_scrape_and_back(caplog: pytest.LogCaptureFixture) -> None:
+    up = {"up": True}
+    src, scraped = build(up)
+    src.collect([msp("m")], T0)
+    up["up"] = False
+    with caplog.at_level(logging.INFO):
+        s = src.collect([msp("m")], T0 + 1)["default/m"]
+        assert s.waiting.value == 2 and s.waiting.age_seconds == 0
+        # A rate the scrape cannot give yet keeps Prometheus's last value, with its age.
+        assert s.prompt_tokens_rate.value == 9 and s.prompt_tokens_rate.age_seconds == pytest.approx(1)
+        assert src.on_scrape == {"default/m"}
+        up["up"] = True
+        s = src.collect([msp("m")], T0)["default/m"]
+    assert s.waiting.value == 9 and src.on_scrape == frozenset()
+    assert len(scraped) == 1
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("direct scrape" in m for m in messages) and any("back from direct scrape" in m for m in messages)
+
+
+def test_policies_that_forbid_fallback_stay_on_aging_prometheus_values() -> None:
+    up = {"up": True}
+    src, scraped = build(up)
+    p = msp("m", fallback=False)
+    src.collect([p], T0)
+    up["up"] = False
+    s = src.collect([p], T0 + 30)["default/m"]
+    assert s.waiting.value == 9 and s.waiting.age_seconds == pytest.approx(30)
+    assert scraped == []
+
+
+def test_scrape_policies_never_touch_prometheus() -> None:
+    src, scraped = build({"up": False})
+    s = src.collect([msp("m", source="scrape")], T0)["default/m"]
+    assert s.waiting.value == 2 and len(scraped) == 1
+    assert src.prometheus.last_query_count == 0
+
+
+def test_fresher_prefers_present_then_younger() -> None:
+    assert fresher(MISSING, Measured(1, 5)) == Measured(1, 5)
+    assert fresher(Measured(2, 1), Measured(1, 5)) == Measured(2, 1)
+    merged = merge(Signals(waiting=Measured(1, 3)), Signals(waiting=Measured(2, 1), running=Measured(4, 9)))
+    assert merged.waiting == Measured(2, 1) and merged.running == Measured(4, 9)

@@ -13,18 +13,20 @@ import click
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-def _api_client(kubeconfig: str | None, context: str | None) -> object:
+def _api_client(kubeconfig: str | None, context: str | None, workers: int) -> object:
+    """In-cluster ServiceAccount, else the kubeconfig (explicit file/context, or the default one)."""
     from kubernetes import client, config
 
+    cfg = client.Configuration()
     if kubeconfig or context:
-        cfg = client.Configuration()
         config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-        return client.ApiClient(cfg)
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
-    return client.ApiClient()
+    else:
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+        except config.ConfigException:
+            config.load_kube_config(client_configuration=cfg)
+    cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, workers + 8)
+    return client.ApiClient(cfg)
 
 
 def _own_namespace() -> str:
@@ -50,9 +52,7 @@ def _own_namespace() -> str:
     help="default Prometheus for policies that name none (else those are scraped directly)",
 )
 @click.option("--metrics-port", type=int, default=8080, show_default=True, help="/metrics port (0: off)")
-@click.option(
-    "--health-port", type=int, default=8081, show_default=True, help="/healthz and /readyz port (0: off)"
-)
+@click.option("--health-port", type=int, default=8081, show_default=True, help="/healthz and /readyz port (0: off)")
 @click.option(
     "--leader-elect/--no-leader-elect",
     default=False,
@@ -73,6 +73,7 @@ def _own_namespace() -> str:
     show_default=True,
     help="cap (seconds) of the per-policy backoff after API errors",
 )
+@click.option("--workers", type=int, default=16, show_default=True, help="policies reconciled in parallel")
 @click.option(
     "--log-level", default="info", show_default=True, type=click.Choice(["debug", "info", "warning", "error"])
 )
@@ -93,6 +94,7 @@ def run(
     dry_run: bool,
     once: bool,
     max_backoff: float,
+    workers: int,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -116,8 +118,9 @@ def run(
             metrics_port=metrics_port or None,
             health_port=health_port or None,
             max_backoff_seconds=max_backoff,
+            workers=max(1, workers),
         )
-        api = _api_client(kubeconfig, context)
+        api = _api_client(kubeconfig, context, workers)
     except Exception as e:
         raise click.ClickException(f"cannot configure the Kubernetes client: {e}") from None
     holder: dict[str, Controller] = {}

@@ -8,6 +8,7 @@ Failing to record an event is logged and never fails a reconcile.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -45,6 +46,7 @@ class EventRecorder:
         self.window, self.min_update = dedupe_window_seconds, min_update_interval_seconds
         self._sent: dict[tuple[str, ...], _Sent] = {}
         self.created = self.updated = self.suppressed = 0
+        self._lock = threading.Lock()  # policies are reconciled in parallel
 
     def record(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """`obj` is the involved object (its apiVersion, kind, metadata.name/namespace/uid are used)."""
@@ -52,20 +54,24 @@ class EventRecorder:
         ns, name = meta.get("namespace", "default"), meta.get("name", "")
         key = (ns, name, meta.get("uid", ""), type_, reason, message)
         now = self.clock()
-        prev = self._sent.get(key)
-        try:
-            if prev is not None and now - prev.first < self.window:
+        with self._lock:
+            prev = self._sent.get(key)
+            if prev is not None and now - prev.first >= self.window:
+                prev = None
+            if prev is not None:
                 prev.count += 1
                 if now - prev.last_sent < self.min_update:
                     self.suppressed += 1
                     return
+                prev.last_sent = now
+        try:
+            if prev is not None:
                 call_json(
                     self.core.patch_namespaced_event,
                     prev.name,
                     prev.namespace,
                     {"count": prev.count, "lastTimestamp": format_time(now)},
                 )
-                prev.last_sent = now
                 self.updated += 1
                 return
             ev_name = f"{name}.{uuid.uuid4().hex[:16]}"
@@ -94,9 +100,10 @@ class EventRecorder:
                 "reportingInstance": self.instance[:128],
             }
             call_json(self.core.create_namespaced_event, ns, body)
-            self._sent[key] = _Sent(ev_name, ns, 1, now, now)
-            self.created += 1
+            with self._lock:
+                self._sent[key] = _Sent(ev_name, ns, 1, now, now)
+                self.created += 1
+                if len(self._sent) > 10_000:
+                    self._sent = {k: v for k, v in self._sent.items() if now - v.first < self.window}
         except ApiException as e:
             log.warning("could not record event %s on %s/%s: %s", reason, ns, name, e.reason)
-        if len(self._sent) > 10_000:
-            self._sent = {k: v for k, v in self._sent.items() if now - v.first < self.window}

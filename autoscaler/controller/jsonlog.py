@@ -13,9 +13,7 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         out = {
-            "time": datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(
-                timespec="milliseconds"
-            ),
+            "time": datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -31,9 +29,7 @@ class JsonFormatter(logging.Formatter):
 def setup(level: str = "info", json_format: bool = True) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
-        JsonFormatter()
-        if json_format
-        else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+        JsonFormatter() if json_format else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -30,9 +30,7 @@ class RoutedSource:
     def collect(self, policies: Sequence[ModelScalingPolicy], now: float) -> dict[str, Signals]:
         if self.has_default_url:
             return self.failover.collect(policies, now)
-        via_prom = [
-            p for p in policies if p.spec.metrics.source == "prometheus" and p.spec.metrics.prometheus.url
-        ]
+        via_prom = [p for p in policies if p.spec.metrics.source == "prometheus" and p.spec.metrics.prometheus.url]
         rest = [p for p in policies if p not in via_prom]
         out = self.failover.collect(via_prom, now) if via_prom else {}
         if rest:

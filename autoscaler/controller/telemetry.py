@@ -15,12 +15,8 @@ class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None):
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r, labels = self.registry, ("namespace", "policy")
-        self.desired = Gauge(
-            f"{PREFIX}_desired_replicas", "Replicas the last decision asked for", labels, registry=r
-        )
-        self.current = Gauge(
-            f"{PREFIX}_current_replicas", "Target spec.replicas when last read", labels, registry=r
-        )
+        self.desired = Gauge(f"{PREFIX}_desired_replicas", "Replicas the last decision asked for", labels, registry=r)
+        self.current = Gauge(f"{PREFIX}_current_replicas", "Target spec.replicas when last read", labels, registry=r)
         self.ready = Gauge(f"{PREFIX}_ready_replicas", "Ready pods of the target", labels, registry=r)
         self.forecast = Gauge(
             f"{PREFIX}_forecast_work_replicas",
@@ -34,9 +30,7 @@ class ControllerMetrics:
             labels,
             registry=r,
         )
-        self.decisions = Counter(
-            f"{PREFIX}_decisions_total", "Decisions by reason", (*labels, "reason"), registry=r
-        )
+        self.decisions = Counter(f"{PREFIX}_decisions_total", "Decisions by reason", (*labels, "reason"), registry=r)
         self.scale_writes = Counter(
             f"{PREFIX}_scale_writes_total",
             "Replica changes written to targets",
@@ -49,9 +43,7 @@ class ControllerMetrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
             registry=r,
         )
-        self.tick_policies = Gauge(
-            f"{PREFIX}_tick_policies", "Policies reconciled in the last tick", registry=r
-        )
+        self.tick_policies = Gauge(f"{PREFIX}_tick_policies", "Policies reconciled in the last tick", registry=r)
         self.api_errors = Counter(
             f"{PREFIX}_kube_api_errors_total",
             "Kubernetes API errors by operation and code",
@@ -63,9 +55,7 @@ class ControllerMetrics:
             "Ticks whose metric source raised instead of returning signals",
             registry=r,
         )
-        self.invalid_policies = Gauge(
-            f"{PREFIX}_invalid_policies", "Policies whose spec does not validate", registry=r
-        )
+        self.invalid_policies = Gauge(f"{PREFIX}_invalid_policies", "Policies whose spec does not validate", registry=r)
         self.leader = Gauge(f"{PREFIX}_leader", "1 while this instance holds the leader lease", registry=r)
 
     def forget(self, namespace: str, policy: str) -> None:

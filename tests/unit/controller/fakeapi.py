@@ -139,6 +139,7 @@ class FakeKube:
         self.kinds: dict[tuple[str, str], str] = {}
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str, str]] = []  # (method, path, query)
+        self.authorizations: set[str] = set()  # Authorization headers seen
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self.server: ThreadingHTTPServer | None = None
@@ -417,6 +418,8 @@ class FakeKube:
 
             def _do(self) -> None:
                 url = urlsplit(self.path)
+                if self.headers.get("Authorization"):
+                    fake.authorizations.add(self.headers["Authorization"])
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
                 body, ctype = self._body()
                 try:

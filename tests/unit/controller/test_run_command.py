@@ -1,0 +1,64 @@
+"""`inference-autoscaler run` with a plain kubeconfig (ServiceAccount-style bearer token)."""
+
+from __future__ import annotations
+
+import yaml
+from click.testing import CliRunner
+
+from autoscaler.cli import main
+from tests.unit.controller.conftest import add_deployment, add_policy, condition, status_of
+
+
+def kubeconfig(tmp_path, server: str) -> str:  # type: ignore[no-untyped-def]
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "test",
+                "clusters": [{"name": "fake", "cluster": {"server": server}}],
+                "users": [{"name": "sa", "user": {"token": "service-account-token"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "fake", "user": "sa", "namespace": "models"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+def test_run_once_with_a_kubeconfig_token_reconciles_and_exits(kube, tmp_path):
+    add_deployment(kube, replicas=2, ready=0)  # no ready pods: nothing to scrape, metrics are missing
+    add_policy(kube)
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--kubeconfig",
+            kubeconfig(tmp_path, kube.url),
+            "--once",
+            "--metrics-port",
+            "0",
+            "--health-port",
+            "0",
+            "--leader-elect",
+            "--lease-namespace",
+            "kube-system",
+            "--log-format",
+            "text",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert kube.authorizations == {"Bearer service-account-token"}
+    st = status_of(kube)
+    assert st["currentReplicas"] == 2 and st["desiredReplicas"] == 2  # unknown demand never scales down
+    assert condition(st, "MetricsAvailable")["status"] == "False"
+    lease = kube.get("coordination.k8s.io", "leases", "kube-system", "inference-autoscaler")
+    assert lease is not None and lease["spec"]["holderIdentity"] is None  # released after the tick
+
+
+def test_run_reports_an_unusable_kubeconfig_readably(tmp_path):
+    bad = tmp_path / "nope"
+    bad.write_text("not: [a kubeconfig")
+    result = CliRunner().invoke(main, ["run", "--kubeconfig", str(bad), "--once"])
+    assert result.exit_code != 0
+    assert "cannot configure the Kubernetes client" in result.output

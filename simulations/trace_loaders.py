@@ -286,13 +286,15 @@ def _servegen_counts(
         gaps = np.empty(len(shape_rep))
         gaps[gamma_rep] = rng.standard_gamma(shape_rep[gamma_rep])
         gaps[~gamma_rep] = (-np.log1p(-rng.random(int((~gamma_rep).sum())))) ** (1.0 / shape_rep[~gamma_rep])
-        gaps = np.maximum(gaps, 1e-300)
         seg_end = np.cumsum(m)
         seg_start = seg_end - m
+        seg_id = np.repeat(np.arange(len(m)), m)
+        # Tiny Weibull shapes give gaps up to inf: clip, then scale each window by its largest gap.
+        gaps = np.clip(np.nan_to_num(gaps, nan=1.0, posinf=1e300), 1e-300, 1e300)
+        gaps /= np.maximum.reduceat(gaps, seg_start)[seg_id]
         csum = np.cumsum(gaps)
         base = np.where(seg_start > 0, csum[seg_start - 1], 0.0)
         total = csum[seg_end - 1] - base
-        seg_id = np.repeat(np.arange(len(m)), m)
         frac = (csum - base[seg_id]) / total[seg_id]
         keep = np.ones(len(frac), dtype=bool)
         keep[seg_end - 1] = False  # the last gap only closes the window

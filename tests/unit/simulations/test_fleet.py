@@ -1,0 +1,184 @@
+"""Fleet: lifecycle, GPU-hours accounting, serving model, the emulator's API, analytic queueing, fidelity."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from simulations.fleet import RequestFleet
+from simulations.fluid import FluidFleet
+from simulations.histograms import TTFT_BUCKETS
+from simulations.profiles import COLD_START_PROFILES, ClusterSpec, ColdStartProfile, ServingProfile
+from simulations.scenario import traces_dir
+from simulations.trace import Trace
+from simulations.trace_loaders import load_azure_csv
+
+from .conftest import poisson_trace
+
+NO_SPREAD = ColdStartProfile(name="fixed", scheduling_seconds=2, node_provisioning_seconds=100, image_pull_seconds=300,
+                             image_preloaded=False, weight_load_seconds=20, warmup_seconds=60, spread=0.0, free_gpus=0)
+
+
+def _one(prompt: int, output: int, t: float = 0.0) -> Trace:
+    return Trace("one", np.array([t]), np.array([prompt]), np.array([output]), 0.0)
+
+
+def test_ttft_is_prefill_time_on_an_idle_replica(serving: ServingProfile) -> None:
+    f = RequestFleet(_one(1500, 10), serving, COLD_START_PROFILES["warm"], initial_replicas=1)
+    f.advance(5)
+    assert f.outcome(2.0).ttft_p50_seconds == pytest.approx(1500 / 15000)
+
+
+def test_decode_takes_output_tokens_times_itl(serving: ServingProfile) -> None:
+    f = RequestFleet(_one(150, 101), serving, COLD_START_PROFILES["warm"], initial_replicas=1)
+    f.advance(10)
+    snap = f.replica_snapshots(10)[0]
+    e2e = snap.e2e_latency.sum
+    assert e2e == pytest.approx(0.01 + 100 * serving.itl(1))
+    assert snap.generation_tokens == pytest.approx(101)
+    assert snap.request_success == 1 and snap.running == 0
+
+
+def test_lifecycle_new_node_then_pull_load_warmup(serving: ServingProfile) -> None:
+    trace = _one(10, 2, t=1000)
+    f = RequestFleet(trace, serving, NO_SPREAD, ClusterSpec(gpus_per_node=1), initial_replicas=1)
+    f.set_target(2, 0.0)
+    counts = f.replica_counts(50)
+    assert counts.desired == 2 and counts.ready == 1
+    assert counts.starting[0].stage == "node_provisioning"
+    assert f.replica_counts(150).starting[0].stage == "image_pull"
+    assert f.replica_counts(410).starting[0].stage == "weight_load"
+    assert f.replica_counts(470).starting[0].stage == "warmup"
+    f.advance(480.5)
+    assert f.ready_replicas == 2
+    stages = [(o.stage, round(o.seconds), o.situation) for o in f.take_observations(481)]
+    assert stages == [("node_provisioning", 100, "default"), ("image_pull", 300, "uncached"),
+                      ("weight_load", 20, "default"), ("warmup", 60, "default")]
+
+
+def test_gpu_hours_run_from_request_to_gone(serving: ServingProfile) -> None:
+    f = RequestFleet(_one(10, 2, t=5000), serving, NO_SPREAD, initial_replicas=1)
+    f.set_target(3, 0.0)
+    f.set_target(1, 1800.0)  # both extra replicas leave; they had no requests, so they go at once
+    f.advance(3600)
+    assert f.gpu_seconds() / 3600 == pytest.approx(1.0 + 2 * 0.5)
+
+
+def test_scale_down_removes_starting_replicas_first(serving: ServingProfile) -> None:
+    f = RequestFleet(_one(10, 2, t=5000), serving, NO_SPREAD, initial_replicas=2)
+    f.set_target(4, 0.0)
+    f.set_target(2, 10.0)
+    c = f.replica_counts(10)
+    assert c.ready == 2 and len(c.starting) == 0
+
+
+def test_draining_replica_finishes_running_requests(serving: ServingProfile) -> None:
+    trace = Trace("d", np.array([0.0, 0.0]), np.array([100, 100]), np.array([1000, 1000]), 0.0)
+    f = RequestFleet(trace, serving, COLD_START_PROFILES["warm"], initial_replicas=2)
+    f.advance(1.0)
+    f.set_target(1, 1.0)
+    assert f.replica_counts(1.0).terminating == 1
+    f.advance(60)
+    assert f.outcome(2.0).unserved == 0
+    assert f.replica_counts(60).terminating == 0
+
+
+def test_freed_gpu_is_reused_fast_until_the_node_is_removed(serving: ServingProfile) -> None:
+    cluster = ClusterSpec(gpus_per_node=1, node_idle_removal_seconds=600)
+    f = RequestFleet(_one(10, 2, t=9000), serving, NO_SPREAD, cluster, initial_replicas=2)
+    f.set_target(1, 0.0)
+    assert f.cluster_facts(10).free_replica_slots == 1
+    f.set_target(2, 10.0)
+    assert f.replica_counts(11).starting[0].stage == "scheduling"
+    f.set_target(1, 20.0)
+    f.set_target(2, 20.0 + 700)
+    assert f.replica_counts(721).starting[0].stage == "node_provisioning"
+
+
+def test_kv_budget_caps_the_batch() -> None:
+    serving = ServingProfile(kv_cache_tokens=10_000)
+    n = 20
+    trace = Trace("kv", np.zeros(n), np.full(n, 1000), np.full(n, 1000), 0.0)
+    f = RequestFleet(trace, serving, COLD_START_PROFILES["warm"], initial_replicas=1)
+    f.advance(0.5)
+    snap = f.replica_snapshots(0.5)[0]
+    assert snap.running == 5 and snap.waiting == 15
+    assert snap.kv_cache_usage == pytest.approx(1.0)
+
+
+def test_snapshot_histograms_use_vllm_buckets_and_are_cumulative(serving: ServingProfile) -> None:
+    f = RequestFleet(poisson_trace(5, 60), serving, COLD_START_PROFILES["warm"], initial_replicas=1)
+    snaps = f.replica_snapshots(120)
+    h = snaps[0].ttft
+    assert h.bounds == TTFT_BUCKETS
+    cum = h.cumulative()
+    assert cum[-1] == h.count == snaps[0].request_success
+    assert all(a <= b for a, b in itertools.pairwise(cum))
+    assert snaps[0].inter_token_latency.count > 0
+
+
+def test_time_only_moves_forward(serving: ServingProfile) -> None:
+    f = RequestFleet(_one(10, 2), serving, COLD_START_PROFILES["warm"])
+    f.advance(10)
+    with pytest.raises(ValueError, match="forward"):
+        f.advance(5)
+
+
+def _erlang_c(c: int, a: float) -> float:
+    """Probability of waiting in M/M/c with offered load a = λ/μ."""
+    s = sum(a**k / math.factorial(k) for k in range(c))
+    top = a**c / math.factorial(c) * c / (c - a)
+    return top / (s + top)
+
+
+def _mm_fleet(c: int, rho: float, n: int, seed: int) -> tuple[np.ndarray, float, float]:
+    """One sequence per replica, no prefill, exponential decode time (mean 1 s): an M/M/· server."""
+    rng = np.random.default_rng(seed)
+    serving = ServingProfile(max_num_seqs=1, prefill_tokens_per_second=1e12, itl_base_seconds=0.01,
+                             itl_per_sequence_seconds=0.0)
+    lam = rho * c
+    t = np.cumsum(rng.exponential(1 / lam, n))
+    out = 1 + np.maximum(1, np.round(rng.exponential(100.0, n))).astype(np.int64)
+    trace = Trace("mm", t, np.ones(n, dtype=np.int64), out, 0.0)
+    f = RequestFleet(trace, serving, COLD_START_PROFILES["warm"], initial_replicas=c)
+    f.advance(t[-1] + 1000)
+    mu = 1.0 / (float(np.mean(out - 1)) * 0.01)
+    return np.asarray(f._qt), lam, mu
+
+
+def test_single_replica_matches_mm1() -> None:
+    qt, lam, mu = _mm_fleet(1, 0.7, 40000, seed=7)
+    rho = lam / mu
+    assert np.mean(qt > 1e-9) == pytest.approx(rho, abs=0.02)  # P(wait) = ρ
+    assert np.mean(qt) == pytest.approx(rho / (mu - lam), rel=0.1)  # W_q = ρ / (μ − λ)
+
+
+def test_static_fleet_waits_between_mmc_and_independent_mm1() -> None:
+    """Join-the-shortest-queue over c replicas can do no better than one central queue (M/M/c, Erlang C)
+    and no worse than routing at random (c independent M/M/1 at λ/c)."""
+    c = 4
+    qt, lam, mu = _mm_fleet(c, 0.7, 40000, seed=11)
+    a = lam / mu
+    mmc_wait = _erlang_c(c, a) / (c * mu - lam)
+    rho = a / c
+    mm1_wait = rho / (mu - lam / c)
+    assert mmc_wait * 0.9 <= np.mean(qt) <= mm1_wait
+
+
+@pytest.mark.skipif(not (traces_dir() / "azure_llm_2023_conv.csv").exists(), reason="shared traces not present")
+def test_request_and_fluid_fidelity_agree_within_two_points() -> None:
+    """On the Azure conv trace (30 min, cloned 6×) with a static fleet that is short of capacity for
+    part of the run, both fidelities find the same share of requests within the SLO (±2 points)."""
+    serving = ServingProfile()
+    trace = load_azure_csv(traces_dir() / "azure_llm_2023_conv.csv").window(0, 1800).clone(6, seed=1)
+    for replicas in (5, 6):
+        req = RequestFleet(trace, serving, COLD_START_PROFILES["warm"], initial_replicas=replicas,
+                           per_replica_histograms=False)
+        req.advance(trace.duration_seconds + 900)
+        flu = FluidFleet(trace.binned(1.0), serving, COLD_START_PROFILES["warm"], initial_replicas=replicas)
+        a, b = req.outcome(2.0).attainment, flu.outcome(2.0).attainment
+        assert abs(a - b) <= 0.02, (replicas, a, b)
+    assert a > 0.99 and req.outcome(2.0).attainment > 0  # the second case is near the 99% target

@@ -1,0 +1,100 @@
+"""Scenarios validate strictly; the commands run end to end and fail with usage errors, not tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autoscaler.cli import main
+from simulations.bench import MARK_END, MARK_START, headline, write_markdown_section
+from simulations.errors import SimulationInputError
+from simulations.scenario import bundled_path, load_scenario, parse_scenario, scenario_names
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_six_protocol_scenarios_exist_and_validate() -> None:
+    names = scenario_names()
+    assert set(names) >= {"azure-code", "azure-conv", "servegen-large", "servegen-mid", "flash-crowd", "diurnal"}
+    for n in names:
+        assert load_scenario(n).name == n
+
+
+def test_unknown_scenario_key_is_an_error() -> None:
+    with pytest.raises(SimulationInputError, match=r"trace.clonez.*unknown key"):
+        parse_scenario({"name": "x", "trace": {"format": "azure", "path": "a.csv", "clonez": 3}})
+
+
+@pytest.mark.parametrize(("data", "field"), [
+    ({"name": "x", "trace": {"format": "diurnal"}, "serving": {"prefill_tokens_per_second": 0}}, "serving"),
+    ({"name": "x", "trace": {"format": "diurnal"}, "cold_start": {"warmup_seconds": -5}}, "cold_start"),
+    ({"name": "x", "trace": {"format": "diurnal"}, "cold_start": "lukewarm"}, "cold_start"),
+])
+def test_impossible_profiles_are_errors(data: dict, field: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(SimulationInputError, match=field):
+        parse_scenario(data)
+
+
+def test_shipped_default_policy_equals_the_project_default() -> None:
+    assert bundled_path("default-policy.yaml").read_text() == (ROOT / "policies/chat-deployment.yaml").read_text()
+
+
+def test_demo_runs_end_to_end_and_writes_pngs_html_json(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(main, ["simulate", "--out", str(out), "--baselines", "hpa,oracle"])
+    assert result.exit_code == 0, result.output
+    assert "ours" in result.output and "oracle" in result.output
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert len(pngs) == 3
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3
+    data = json.loads((out / "demo.json").read_text())
+    assert [r["policy"] for r in data["results"]] == ["ours", "hpa", "oracle"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--scenario", "nope"], "no such scenario"),
+    (["--baselines", "hpa,magic"], "unknown baseline"),
+    (["--baselines", "keda:abc"], "not a number"),
+    (["--scale", "0"], "--scale"),
+    (["--trace", "/nonexistent.csv"], "not found"),
+])
+def test_simulate_bad_input_is_a_usage_error(args: list[str], message: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["simulate", "--out", str(tmp_path), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_simulate_bad_trace_row_names_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "t.csv"
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9,10,oops\n")
+    result = CliRunner().invoke(main, ["simulate", "--trace", str(p), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and f"{p}:2" in result.output and "GeneratedTokens" in result.output
+
+
+def test_bench_markdown_section_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(f"# B\n\nother section\n\n{MARK_START}\nold\n{MARK_END}\n\ntail\n")
+    write_markdown_section(doc, "new table")
+    text = doc.read_text()
+    assert "other section" in text and "tail" in text and "new table" in text and "old" not in text
+    fresh = tmp_path / "fresh.md"
+    write_markdown_section(fresh, "x")
+    assert MARK_START in fresh.read_text()
+
+
+def test_headline_takes_the_cheapest_setting_that_reaches_99_percent() -> None:
+    def row(policy: str, setting: str, att: float, gpu: float) -> dict:  # type: ignore[type-arg]
+        return {"scenario": "s", "policy": policy, "setting": setting, "attainment": att, "gpu_hours": gpu}
+
+    rows = [row("ours", "", 0.995, 10), row("oracle", "", 0.9995, 8), row("hpa", "t=8", 0.999, 20),
+            row("hpa", "t=16", 0.992, 15), row("hpa", "t=32", 0.95, 9), row("keda", "th=5", 0.9, 30)]
+    [h] = headline(rows)
+    assert h["families"]["hpa"]["gpu_hours"] == 15 and h["best_baseline"] == "hpa"
+    assert not h["families"]["keda"]["reached"]
+    assert h["ours_over_best_baseline"] == pytest.approx(10 / 15)
+    assert h["ours_over_oracle"] == pytest.approx(10 / 8)

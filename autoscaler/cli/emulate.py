@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import signal
 import sys
 import threading
@@ -14,18 +13,23 @@ from autoscaler.emulator.fleet_driver import ReplicasSource, fixed_replicas
 from autoscaler.emulator.fleet_driver import replicas_file as replicas_from_file
 
 
-def _scenario_trace(name: str) -> Any:
-    """The trace of a named simulator scenario, if the simulator offers scenarios."""
+def _scenario(name: str) -> tuple[Any, Any, Any]:
+    """(trace, serving profile, cold-start profile) of a simulator scenario, request-level."""
+    from simulations.errors import SimulationInputError
+    from simulations.scenario import build_workload, load_scenario
+    from simulations.trace import Trace
+
     try:
-        mod = importlib.import_module("simulations.scenarios")
-    except ModuleNotFoundError:
-        raise click.UsageError("this build has no simulator scenarios; pass --trace PATH") from None
-    for attr in ("scenario_trace", "load_scenario_trace", "load_scenario"):
-        fn = getattr(mod, attr, None)
-        if fn is not None:
-            obj = fn(name)
-            return getattr(obj, "trace", obj)
-    raise click.UsageError("simulations.scenarios offers no trace loader; pass --trace PATH")
+        sc = load_scenario(name)
+        if sc.fidelity != "request":
+            sc = sc.model_copy(update={"fidelity": "request"})
+        wl = build_workload(sc)
+    except SimulationInputError as e:
+        raise click.ClickException(str(e)) from None
+    if not isinstance(wl, Trace):
+        raise click.ClickException(f"scenario {name!r} is a rate workload; the emulator needs request-level "
+                                   "traces (azure, jsonl or flash-crowd scenarios)")
+    return wl, sc.serving, sc.cold_start_profile
 
 
 @click.command("emulate")
@@ -67,6 +71,7 @@ def emulate(trace_path: str | None, scenario: str | None, replicas: int | None, 
         raise click.UsageError("pass --replicas or --replicas-file, not both")
     source: ReplicasSource = (replicas_from_file(replicas_file) if replicas_file is not None
                               else fixed_replicas(replicas if replicas is not None else 1))
+    serving = cold_start = None
     if trace_path is not None:
         from simulations.errors import SimulationInputError
         from simulations.trace_loaders import load_trace
@@ -77,7 +82,7 @@ def emulate(trace_path: str | None, scenario: str | None, replicas: int | None, 
             raise click.ClickException(str(e)) from None
     else:
         assert scenario is not None
-        trace = _scenario_trace(scenario)
+        trace, serving, cold_start = _scenario(scenario)
     if scale != 1.0:
         trace = trace.clone(scale)
 
@@ -85,7 +90,8 @@ def emulate(trace_path: str | None, scenario: str | None, replicas: int | None, 
 
     try:
         server = build_emulator(trace, source, model=model, engine=engine, speed=speed, host=host, port=port,
-                                namespace=namespace, targets_file=targets_file)
+                                namespace=namespace, targets_file=targets_file, serving=serving,
+                                cold_start=cold_start)
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror}") from None
     server.start()

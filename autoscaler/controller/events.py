@@ -1,4 +1,4 @@
-"""Kubernetes events (core/v1) on scale actions and problems, deduplicated like the kubelet's correlator.
+"""Kubernetes events (core/v1, legacy form: no eventTime, so no series/reportingController rules apply) on scale actions and problems, deduplicated like the kubelet's correlator.
 
 The same (object, type, reason, message) within `dedupe_window_seconds` updates the existing event's
 count and lastTimestamp (at most once per `min_update_interval_seconds`) instead of creating another.
@@ -17,7 +17,7 @@ from typing import Any
 
 from kubernetes import client
 
-from autoscaler.observe.timefmt import format_micro_time, format_time
+from autoscaler.observe.timefmt import format_time
 from autoscaler.targets.api import ApiException, call_json
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,11 @@ class EventRecorder:
                     self.core.patch_namespaced_event,
                     prev.name,
                     prev.namespace,
-                    {"count": prev.count, "lastTimestamp": format_time(now)},
+                    # A JSON patch: for core/v1 the client sends application/json-patch+json.
+                    [
+                        {"op": "replace", "path": "/count", "value": prev.count},
+                        {"op": "replace", "path": "/lastTimestamp", "value": format_time(now)},
+                    ],
                 )
                 self.updated += 1
                 return
@@ -93,7 +97,6 @@ class EventRecorder:
                 "count": 1,
                 "firstTimestamp": format_time(now),
                 "lastTimestamp": format_time(now),
-                "eventTime": format_micro_time(now),
                 "action": reason,
                 "source": {"component": COMPONENT},
                 "reportingComponent": COMPONENT,

@@ -312,6 +312,8 @@ class FakeKube:
 
     def _patched(self, current: Obj, body: Any, ctype: str) -> Obj:
         if "json-patch" in ctype or isinstance(body, list):
+            if not isinstance(body, list):  # as the real server: a JSON patch must be an array
+                raise ApiError(400, "BadRequest", "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
             return json_patch(current, body)
         return merge_patch(current, body)  # type: ignore[no-any-return]
 

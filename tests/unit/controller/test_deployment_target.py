@@ -262,3 +262,15 @@ def test_repeated_problems_are_deduplicated_into_one_event(kube, api, source):
         c.reconciler.tick(now[0])
         now[0] += 15
     assert [e["reason"] for e in kube.items("", "events")] == ["TargetNotFound"]
+
+
+def test_a_repeated_problem_after_the_rate_limit_updates_the_event_count(kube, api, source):
+    add_policy(kube, target="missing")
+    now = [time.time()]
+    c = make_controller(api, source, clock=lambda: now[0])
+    c.sync()
+    c.reconciler.tick(now[0])
+    now[0] += 61
+    c.reconciler.tick(now[0])
+    (event,) = kube.items("", "events")
+    assert event["count"] == 2 and kube.calls("PATCH", "/events/")

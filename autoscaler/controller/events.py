@@ -1,4 +1,7 @@
-"""Kubernetes events (core/v1, legacy form: no eventTime, so no series/reportingController rules apply) on scale actions and problems, deduplicated like the kubelet's correlator.
+"""Kubernetes events on scale actions and problems, deduplicated like the kubelet's correlator.
+
+They are core/v1 events in the legacy form (no eventTime), which a real apiserver validates without the
+series/reportingController rules.
 
 The same (object, type, reason, message) within `dedupe_window_seconds` updates the existing event's
 count and lastTimestamp (at most once per `min_update_interval_seconds`) instead of creating another.

@@ -146,6 +146,9 @@ class RequestFleet:
         self.target = initial_replicas
         self.in_flight = 0  # outstanding requests fleet-wide, gateway included (what KPA counts)
         self._detail = per_replica_histograms
+        self._itl_a = serving.itl_base_seconds
+        self._itl_b = serving.itl_per_sequence_seconds
+        self._prefill_rate = serving.prefill_tokens_per_second
         # fleet totals (gone replicas included)
         self.prompt_total = 0.0
         self.gen_total = 0.0
@@ -344,7 +347,7 @@ class RequestFleet:
         dt = t - rep.last_t
         if dt > 0 and rep.dec and not rep.pf:
             b = len(rep.dec)
-            itl = self.serving.itl_base_seconds + self.serving.itl_per_sequence_seconds * b
+            itl = self._itl_a + self._itl_b * b
             dv = dt / itl
             rep.v += dv
             tokens = dv * b
@@ -377,15 +380,19 @@ class RequestFleet:
         return admitted
 
     def _schedule(self, rep: _Replica, t: float) -> None:
-        rep.version += 1
+        version = rep.version = rep.version + 1
         if rep.pf:
             if rep.pf_end is None:
-                rep.pf_end = t + self._prompt[rep.pf[0]] / self.serving.prefill_tokens_per_second
-            self._push(rep.pf_end, 0, rep, rep.version)
+                rep.pf_end = t + self._prompt[rep.pf[0]] / self._prefill_rate
+            at = rep.pf_end
         elif rep.dec:
-            b = len(rep.dec)
-            itl = self.serving.itl_base_seconds + self.serving.itl_per_sequence_seconds * b
-            self._push(t + max(0.0, rep.dec[0][0] - rep.v) * itl, 0, rep, rep.version)
+            dec = rep.dec
+            left = dec[0][0] - rep.v
+            at = t + (left if left > 0 else 0.0) * (self._itl_a + self._itl_b * len(dec))
+        else:
+            return
+        self._seq += 1
+        heapq.heappush(self._heap, (at, self._seq, 0, rep, version))
 
     def _replica_event(self, rep: _Replica, t: float) -> None:
         self._sync(rep, t)

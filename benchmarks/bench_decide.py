@@ -1,0 +1,81 @@
+"""Median cost of one `decide` call of the decision core (target < 0.5 ms).
+
+Drives the core the way the simulator does: a warm state (an hour of 15-s ticks of a varying load), then
+times each further call. Run: `python benchmarks/bench_decide.py [--calls N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+from importlib import resources
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from autoscaler.core import (
+    ClusterFacts,
+    CoreState,
+    Measured,
+    ReplicaCounts,
+    Signals,
+    StartingReplica,
+    decide,
+    forecast_config,
+)
+from autoscaler.policy_loader import load_policy_file
+
+EPOCH = 1704096000.0  # a Monday, 08:00 UTC
+
+
+def signals(i: int) -> Signals:
+    load = 1.0 + 0.5 * math.sin(i / 40.0)
+    age = 5.0
+    return Signals(
+        request_rate=Measured(40.0 * load, age),
+        prompt_tokens_rate=Measured(46000.0 * load, age),
+        generation_tokens_rate=Measured(8400.0 * load, age),
+        running=Measured(120.0 * load, age),
+        waiting=Measured(3.0 if i % 7 == 0 else 0.0, age),
+        kv_cache_usage=Measured(0.4, age),
+        queue_time_p90_seconds=Measured(0.2, age),
+        ttft_p90_seconds=Measured(0.5, age),
+        replicas=ReplicaCounts(desired=8, ready=7, starting=(StartingReplica("weight_load", 130.0, 10.0),)),
+        cluster=ClusterFacts(free_replica_slots=0, image_cached=True),
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=3000)
+    args = ap.parse_args()
+    policy_file = Path(str(resources.files("simulations") / "data" / "default-policy.yaml"))
+    spec = load_policy_file(policy_file)[0].spec
+    fcfg = forecast_config(spec)
+    state = CoreState()
+    t = EPOCH
+    for i in range(240):  # one hour of history
+        state = decide(spec, signals(i), state, t, fcfg).state
+        t += 15.0
+    times = []
+    for i in range(240, 240 + args.calls):
+        s = signals(i)
+        t0 = time.perf_counter_ns()
+        state = decide(spec, s, state, t, fcfg).state
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+        t += 15.0
+    times.sort()
+    table = Table(title=f"decide(): {args.calls} calls, default policy, warm state")
+    for col in ("median ms", "p90 ms", "p99 ms", "max ms", "target"):
+        table.add_column(col, justify="right")
+    med = statistics.median(times)
+    table.add_row(f"{med:.3f}", f"{times[int(0.9 * len(times))]:.3f}", f"{times[int(0.99 * len(times))]:.3f}",
+                  f"{times[-1]:.1f}", "< 0.5 ms " + ("[green]met[/]" if med < 0.5 else "[red]missed[/]"))
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -91,7 +91,7 @@ class ModelSpec(_Spec):
 class SLOSpec(_Spec):
     ttft_seconds: PositiveSeconds | None = 2.0
     queue_time_seconds: PositiveSeconds | None = None
-    quantile: float = Field(default=0.9, gt=0, lt=1, description="the latency quantile the SLO is on")
+    quantile: float = Field(default=0.99, gt=0, lt=1, description="share of requests that must meet it")
 
     @model_validator(mode="after")
     def _one_objective(self) -> SLOSpec:
@@ -108,6 +108,17 @@ class SLOSpec(_Spec):
         return 0.5 * self.ttft_seconds
 
 
+class BurstHeadroomSpec(_Spec):
+    """Extra capacity learned from SLO misses that happen while every replica is ready: bursts shorter
+    than the metrics' rate window, which average demand cannot show. Grows with the shortfall, decays
+    slowly while the SLO is met."""
+
+    enabled: bool = True
+    max: float = Field(default=3.0, ge=1, le=10, description="at most this × the capacity demand implies")
+    decay_seconds: PositiveSeconds = Field(default=3600.0, description="e-folding time of the decay")
+    min_requests: int = Field(default=20, ge=1, description="judge the SLO only on windows with this many")
+
+
 class CapacitySpec(_Spec):
     """Per-replica capacity prior. One replica serves `promptTokensPerSecond` of prefill OR
     `generationTokensPerSecond` of decode at saturation; a mix shares its time."""
@@ -119,6 +130,7 @@ class CapacitySpec(_Spec):
     learn: bool = True
     learn_min_factor: float = Field(default=0.5, gt=0, le=1, description="learned capacity ≥ prior × this")
     learn_max_factor: float = Field(default=2.0, ge=1, description="learned capacity ≤ prior × this")
+    burst_headroom: BurstHeadroomSpec = BurstHeadroomSpec()
 
 
 class FloorWindow(_Spec):
@@ -203,7 +215,7 @@ class ScaleUpSpec(_Spec):
     max_step_percent: float = Field(default=100.0, gt=0)
     period_seconds: PositiveSeconds = 30.0
     backlog_drain_seconds: PositiveSeconds = Field(
-        default=60.0, description="drain the projected queue within this long after capacity arrives"
+        default=120.0, description="drain the projected queue within this long after capacity arrives"
     )
     panic: PanicSpec = PanicSpec()
 
@@ -211,11 +223,11 @@ class ScaleUpSpec(_Spec):
 class ScaleDownSpec(_Spec):
     stabilization_window_seconds: PositiveSeconds | None = Field(
         default=None,
-        description="defaults to max(600 s, 2 × the expected cold start): a removed replica should be "
+        description="defaults to max(600 s, the high-quantile cold start): a removed replica should be "
         "unlikely to be needed again within one cold start",
     )
     max_step_replicas: int = Field(default=1, ge=1)
-    max_step_percent: float = Field(default=10.0, gt=0, le=100)
+    max_step_percent: float = Field(default=50.0, gt=0, le=100)
     period_seconds: PositiveSeconds = 60.0
 
 

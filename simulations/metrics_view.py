@@ -15,6 +15,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from autoscaler.core import Measured, Signals
+from autoscaler.core.signals import LatencyHistogram
 from simulations.histograms import REQUEST_LATENCY_BUCKETS, TTFT_BUCKETS, quantile_from_counts
 from simulations.sample import FleetSample
 
@@ -56,6 +57,8 @@ class MetricsView:
         age = now - last.time
         w = self._window(now, lag_seconds)
         rate_fields: dict[str, Measured] = {}
+        ttft_hist: LatencyHistogram | None = None
+        queue_hist: LatencyHistogram | None = None
         if w is not None:
             first, last_w = w
             dt = last_w.time - first.time
@@ -69,6 +72,9 @@ class MetricsView:
             tt = quantile_from_counts(0.9, TTFT_BUCKETS, _delta(last_w.ttft_counts, first.ttft_counts))
             rate_fields["queue_time_p90_seconds"] = Measured(qt, age) if qt is not None else Measured()
             rate_fields["ttft_p90_seconds"] = Measured(tt, age) if tt is not None else Measured()
+            ttft_hist = _histogram(TTFT_BUCKETS, _delta(last_w.ttft_counts, first.ttft_counts), age)
+            queue_hist = _histogram(REQUEST_LATENCY_BUCKETS, _delta(last_w.queue_time_counts,
+                                                                    first.queue_time_counts), age)
         missing = Measured()
         return Signals(
             request_rate=rate_fields.get("request_rate", missing),
@@ -79,8 +85,19 @@ class MetricsView:
             kv_cache_usage=Measured(last.kv_cache_usage, age) if last.reporting_replicas else missing,
             queue_time_p90_seconds=rate_fields.get("queue_time_p90_seconds", missing),
             ttft_p90_seconds=rate_fields.get("ttft_p90_seconds", missing),
+            ttft_histogram=ttft_hist,
+            queue_time_histogram=queue_hist,
         )
 
 
 def _delta(a: tuple[float, ...], b: tuple[float, ...]) -> list[float]:
     return [x - y for x, y in zip(a, b, strict=True)]
+
+
+def _histogram(bounds: tuple[float, ...], per_bucket: list[float], age: float) -> LatencyHistogram:
+    """Per-bucket increases over the window as Prometheus `le` buckets (the last one +Inf)."""
+    cumulative, acc = [], 0.0
+    for c in per_bucket:
+        acc += c
+        cumulative.append(acc)
+    return LatencyHistogram((*bounds, float("inf")), tuple(cumulative), age)

@@ -37,6 +37,9 @@ _DEFAULT_PROMPT_TOKENS, _DEFAULT_GENERATION_TOKENS = 1000.0, 200.0
 _WORK_PER_REQUEST_EMA = 0.2
 _MAX_WORK_PER_REQUEST = 600.0  # replica-seconds: ten minutes of a whole replica for one request
 _MAX_REPLICAS = 1_000_000  # arithmetic ceiling, far above any policy's max
+# SLO misses count towards burst headroom only once the fleet has been settled this long: latency
+# histograms cover a rate window (~1 min) and include requests that queued before capacity arrived.
+_SETTLED_SECONDS = 120.0
 
 
 def _replicas_for(work: float, per_replica: float) -> int:
@@ -96,7 +99,7 @@ def forecast_config(policy: PolicySpec) -> ForecastConfig:
 def stabilization_window_seconds(policy: PolicySpec, lead: LeadTime) -> float:
     """Long enough that a replica removed now is unlikely to be needed again within one cold start."""
     configured = policy.scale_down.stabilization_window_seconds
-    return configured if configured is not None else max(600.0, 2.0 * lead.high_seconds)
+    return configured if configured is not None else max(600.0, lead.high_seconds)
 
 
 def _prune(pairs: tuple[tuple[float, int], ...], since: float) -> tuple[tuple[float, int], ...]:
@@ -116,6 +119,7 @@ def decide(
     """Desired replicas for one model. Pass `forecast_cfg=forecast_config(policy)` to skip rebuilding it."""
     stale = policy.metrics.staleness_seconds
     replicas = signals.replicas
+    prev_tick = state.last_tick
     state = replace(state, coldstart=state.coldstart.observe(signals.observations), last_tick=now)
     lead = lead_time(policy.cold_start, state.coldstart, signals.cluster)
     floor = floor_at(policy.replicas, now)
@@ -150,20 +154,27 @@ def decide(
         wpr = work_rate(cap, _DEFAULT_PROMPT_TOKENS, _DEFAULT_GENERATION_TOKENS)
 
     # 1. Offered demand: served + backlog growth (only from a recent previous sample).
+    # A queue that grew over two intervals in a row is demand; a one-scrape spike is a burst already
+    # absorbed by the queue (it shows up in `backlog`), and extrapolating it over a cold start would
+    # order replicas that arrive after the queue has drained.
     growth = 0.0
     if state.last_waiting is not None:
         t0, w0 = state.last_waiting
         dt = now - t0
         if 0 < dt <= 4 * policy.interval_seconds:
             growth = max(0.0, (waiting - w0) / dt)
-    offered = served + growth * wpr
+    offered = served + min(growth, state.last_growth) * wpr
     backlog = waiting * wpr
 
     # Capacity: learned only while saturated (a queue, or the KV cache full).
     saturated = waiting >= 1.0 or (kv is not None and kv >= 0.95)
     capacity_stats = state.capacity.observe(cap, served, replicas.ready) if saturated else state.capacity
     factor = capacity_stats.factor(cap)
-    usable = factor * cap.target_utilization  # work one replica should carry
+    settled = not replicas.starting and replicas.ready >= replicas.desired and waiting < 1.0
+    settled_since = (state.settled_since if state.settled_since is not None else now) if settled else None
+    headroom = _headroom(policy, signals, state.headroom, now - prev_tick if prev_tick is not None else 0.0,
+                         now - settled_since if settled_since is not None else 0.0, stale)
+    usable = factor * cap.target_utilization / headroom  # work one replica should carry
 
     # 2. Predictive.
     fstate = state.forecast
@@ -226,6 +237,7 @@ def decide(
         "backlog_work": round(backlog, 4),
         "projected_backlog_work": round(projected_backlog, 4),
         "capacity_factor": round(factor, 4),
+        "headroom": round(headroom, 4),
         "predictive": predictive,
         "reactive": reactive,
         "concurrency": concurrency,
@@ -245,7 +257,10 @@ def decide(
 
     # 5. Limits. The recommendation window remembers raw recommendations for stabilization.
     window = stabilization_window_seconds(policy, lead)
-    recs = (*_prune(state.recommendations, now - window), (now, raw))
+    # With no remembered recommendations (first tick, or a restart without state) act as if the current
+    # count had been recommended all along: no scale-down until a whole window of evidence says so.
+    past = _prune(state.recommendations, now - window) if state.recommendations else ((now, current),)
+    recs = (*past, (now, raw))
     longest = max(policy.scale_up.period_seconds, policy.scale_down.period_seconds)
     decisions = _prune(state.decisions, now - longest)
 
@@ -293,6 +308,9 @@ def decide(
         forecast_cache=forecast_cache,
         capacity=capacity_stats,
         last_waiting=(now, waiting),
+        last_growth=growth,
+        headroom=headroom,
+        settled_since=settled_since,
         work_per_request=wpr,
     )
     d = Decision(
@@ -309,6 +327,46 @@ def decide(
         message=_message(reason, desired, current, binding, raw, stuck),
     )
     return DecisionResult(d, next_state)
+
+
+def slo_attainment(policy: PolicySpec, signals: Signals, stale: float) -> float | None:
+    """Share of recent requests that met the SLO (the lower of TTFT and queue time when both are set),
+    or None when no fresh histogram has enough requests to judge."""
+    slo = policy.slo
+    need = policy.capacity.burst_headroom.min_requests
+    shares = []
+    for hist, limit in ((signals.ttft_histogram, slo.ttft_seconds),
+                        (signals.queue_time_histogram, slo.queue_time_seconds)):
+        if hist is None or limit is None or hist.age_seconds > stale or hist.total < need:
+            continue
+        share = hist.share_within(limit)
+        if share is not None:
+            shares.append(share)
+    return min(shares) if shares else None
+
+
+def _headroom(policy: PolicySpec, signals: Signals, h: float, since_last_tick: float, settled_for: float,
+              stale: float) -> float:
+    """Burst headroom: SLO misses while the whole fleet has been ready for a while (nothing starting, no
+    queue left from a scale-up) mean demand comes in bursts the rate window averages away, so plan each
+    replica for less. It grows with the shortfall (up to ×1.65 a minute at a full miss) and decays
+    slowly while the SLO holds."""
+    spec = policy.capacity.burst_headroom
+    if not spec.enabled:
+        return 1.0
+    replicas = signals.replicas
+    dt = min(since_last_tick, 4 * policy.interval_seconds)
+    attained = slo_attainment(policy, signals, stale)
+    if attained is None or dt <= 0 or replicas is None:
+        return h
+    target = policy.slo.quantile
+    if attained < target:
+        if settled_for >= _SETTLED_SECONDS:
+            shortfall = min(1.0, (target - attained) / max(1e-6, 1.0 - target))
+            h *= math.exp(0.5 * shortfall * dt / 60.0)
+    else:
+        h *= math.exp(-dt / spec.decay_seconds)
+    return min(spec.max, max(1.0, h))
 
 
 def _forecaster(state: CoreState, config: ForecastConfig) -> ForecastState:

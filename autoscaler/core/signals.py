@@ -76,6 +76,36 @@ class StageObservation:
 
 
 @dataclass(frozen=True, slots=True)
+class LatencyHistogram:
+    """Latencies of the requests observed over the recent rate window, as Prometheus keeps them:
+    cumulative counts per bucket upper bound (`le`), the last bound usually +Inf."""
+
+    upper_bounds: tuple[float, ...]
+    cumulative_counts: tuple[float, ...]
+    age_seconds: float = float("inf")
+
+    @property
+    def total(self) -> float:
+        return self.cumulative_counts[-1] if self.cumulative_counts else 0.0
+
+    def share_within(self, seconds: float) -> float | None:
+        """Share of requests at or under `seconds`, interpolating linearly inside a bucket (as
+        histogram_quantile does). None when there were no requests."""
+        total = self.total
+        if not total > 0:
+            return None
+        below_bound, below_count = 0.0, 0.0
+        for bound, count in zip(self.upper_bounds, self.cumulative_counts, strict=False):
+            if seconds < bound:
+                if bound == float("inf"):
+                    return min(1.0, below_count / total)
+                frac = (seconds - below_bound) / (bound - below_bound)
+                return min(1.0, max(0.0, (below_count + frac * (count - below_count)) / total))
+            below_bound, below_count = bound, count
+        return 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class Signals:
     """Load and fleet state for one model at one tick. Rates are per second, summed over replicas."""
 
@@ -87,6 +117,8 @@ class Signals:
     kv_cache_usage: Measured = MISSING  # mean over replicas, 0..1
     queue_time_p90_seconds: Measured = MISSING
     ttft_p90_seconds: Measured = MISSING
+    ttft_histogram: LatencyHistogram | None = None
+    queue_time_histogram: LatencyHistogram | None = None
     replicas: ReplicaCounts | None = None
     cluster: ClusterFacts = ClusterFacts()
     observations: tuple[StageObservation, ...] = field(default_factory=tuple)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from autoscaler.core import CoreState, Measured, Reason, ReplicaCounts, Signals, StartingReplica, decide
+from autoscaler.core.signals import LatencyHistogram
 
 from .helpers import policy, signals
 
@@ -23,13 +24,22 @@ def test_scales_up_to_cover_demand_at_target_utilization() -> None:
 
 def test_backlog_growth_reveals_demand_hidden_by_saturation() -> None:
     pol = policy()
-    s1 = signals(work=4.0, desired=4, waiting=0.0, request_rate=40)
-    r1 = run(pol, s1, now=1000.0)
-    # Throughput stays at 4 (saturated) but the queue grows by 40 requests in 10 s: offered is higher.
-    s2 = signals(work=4.0, desired=r1.decision.desired_replicas or 4, waiting=40.0, request_rate=40)
-    r2 = run(pol, s2, r1.state, now=1010.0)
-    assert r2.decision.components["offered_work"] > r2.decision.components["served_work"]
-    assert (r2.decision.desired_replicas or 0) > 4
+    state, desired = CoreState(), 4
+    # Throughput stays at 4 (saturated) but the queue grows by 40 requests every 10 s: offered is higher.
+    for i in range(3):
+        r = run(pol, signals(work=4.0, desired=desired, waiting=40.0 * i, request_rate=40), state, now=1000.0 + 10 * i)
+        state = r.state
+    assert r.decision.components["offered_work"] > r.decision.components["served_work"]
+    assert (r.decision.desired_replicas or 0) > 4
+
+
+def test_a_single_queue_spike_is_not_extrapolated_as_demand() -> None:
+    pol = policy()
+    r1 = run(pol, signals(work=4.0, desired=8, waiting=0.0, request_rate=40), now=1000.0)
+    r2 = run(pol, signals(work=4.0, desired=8, waiting=300.0, request_rate=40), r1.state, now=1015.0)
+    assert r2.decision.components["offered_work"] == r2.decision.components["served_work"]
+    # Eight replicas at capacity 1 each drain the spike before anything ordered now could be ready.
+    assert r2.decision.components["projected_backlog_work"] == 0
 
 
 def test_stale_demand_never_scales_down_and_holds() -> None:
@@ -79,21 +89,27 @@ def test_scale_down_waits_for_the_stabilization_window() -> None:
 
 def test_scale_down_is_bounded_by_step() -> None:
     pol = policy(scaleDown={"stabilizationWindowSeconds": 1, "maxStepReplicas": 2, "maxStepPercent": 10})
-    r = run(pol, signals(work=1.0, desired=20), now=10.0)
+    first = run(pol, signals(work=1.0, desired=20), now=0.0)
+    r = run(pol, signals(work=1.0, desired=20), first.state, now=10.0)
     assert r.decision.desired_replicas == 18
 
 
-def test_default_window_is_at_least_twice_the_cold_start() -> None:
-    pol = policy(coldStart={"nodeProvisioningSeconds": 400})
-    r = run(pol, signals(work=1.0, desired=5))
-    # window = max(600, 2 × lead time high) where lead high > 480 s
-    assert r.decision.lead_time_seconds > 480
+def test_no_scale_down_right_after_a_start_without_history() -> None:
+    pol = policy(scaleDown={"stabilizationWindowSeconds": 300, "maxStepReplicas": 100, "maxStepPercent": 100})
+    r = run(pol, signals(work=1.0, desired=20), now=0.0)
+    assert r.decision.desired_replicas == 20
+    assert r.decision.reason is Reason.STABILIZING
+
+
+def test_default_window_covers_the_high_quantile_cold_start() -> None:
     from autoscaler.core.coldstart import lead_time
     from autoscaler.core.decide import stabilization_window_seconds
     from autoscaler.core.signals import ClusterFacts
 
-    lead = lead_time(pol.cold_start, r.state.coldstart, ClusterFacts())
-    assert stabilization_window_seconds(pol, lead) >= 2 * lead.median_seconds
+    pol = policy(coldStart={"nodeProvisioningSeconds": 400})
+    lead = lead_time(pol.cold_start, CoreState().coldstart, ClusterFacts())
+    assert lead.high_seconds > 600
+    assert stabilization_window_seconds(pol, lead) >= lead.high_seconds
 
 
 def test_scale_up_is_rate_limited_outside_panic() -> None:
@@ -112,7 +128,8 @@ def test_panic_lifts_the_rate_limit_when_slo_is_breached() -> None:
 
 def test_panic_blocks_scale_down() -> None:
     pol = policy(scaleDown={"stabilizationWindowSeconds": 1})
-    r = run(pol, signals(work=1.0, desired=10, queue_p90=9.0), now=100.0)
+    first = run(pol, signals(work=1.0, desired=10, queue_p90=9.0), now=90.0)
+    r = run(pol, signals(work=1.0, desired=10, queue_p90=9.0), first.state, now=100.0)
     assert r.decision.desired_replicas == 10
     assert r.decision.reason is Reason.PANIC_HOLD
 
@@ -231,3 +248,45 @@ def test_unreadable_forecast_history_starts_fresh_instead_of_failing() -> None:
     restored = CoreState.from_dict({"forecast": {"stepSeconds": 60, "firstTSeconds": 0, "values": "!!!"}})
     assert restored.forecast_seed is None
     assert run(policy(forecast={"enabled": True}), signals(work=1.0, desired=2), restored).decision.desired_replicas
+
+
+def _ttft_histogram(share_fast: float, total: float = 1000.0) -> LatencyHistogram:
+    fast = share_fast * total
+    return LatencyHistogram((0.5, 1.0, 2.5, 5.0, float("inf")), (fast * 0.5, fast, fast, total, total), 5.0)
+
+
+def test_slo_misses_with_every_replica_ready_grow_burst_headroom() -> None:
+    pol = policy()
+    state = CoreState()
+    for i in range(16):  # four minutes of 20% misses, fleet settled
+        s = replace(signals(work=4.0, desired=8), ttft_histogram=_ttft_histogram(0.8))
+        r = run(pol, s, state, now=1000.0 + 15 * i)
+        state = r.state
+    assert state.headroom > 2.0
+    assert (r.decision.desired_replicas or 0) > 8
+
+
+def test_slo_misses_while_replicas_start_do_not_grow_headroom() -> None:
+    pol = policy()
+    state = CoreState()
+    starting = (StartingReplica("warmup", age_seconds=30.0),)
+    for i in range(8):
+        s = replace(signals(work=4.0, desired=9, ready=8, starting=starting), ttft_histogram=_ttft_histogram(0.8))
+        state = run(pol, s, state, now=1000.0 + 15 * i).state
+    assert state.headroom == 1.0
+
+
+def test_headroom_decays_while_the_slo_holds() -> None:
+    pol = policy(capacity={"burstHeadroom": {"decaySeconds": 600}})
+    state = replace(CoreState(), headroom=3.0)
+    for i in range(41):  # ten minutes met
+        s = replace(signals(work=4.0, desired=12), ttft_histogram=_ttft_histogram(1.0))
+        state = run(pol, s, state, now=1000.0 + 15 * i).state
+    assert 1.0 <= state.headroom < 1.2
+
+
+def test_share_within_interpolates_inside_a_bucket() -> None:
+    h = LatencyHistogram((1.0, 3.0, float("inf")), (50.0, 90.0, 100.0))
+    assert h.share_within(2.0) == 0.7
+    assert h.share_within(10.0) == 0.9
+    assert LatencyHistogram((1.0,), (0.0,)).share_within(1.0) is None

@@ -29,6 +29,13 @@ log = logging.getLogger("autoscaler.emulator")
 _REPLICA_PATH = re.compile(r"^/replica/(\d+)/metrics/?$")
 
 
+class _Server(ThreadingHTTPServer):
+    # Prometheus (or a scraper) opens many connections at once; the default backlog of 5 drops SYNs and
+    # turns a burst of scrapes into 1 s connect retries.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 class EmulatorServer:
     def __init__(self, driver: FleetDriver, *, model: str, engine: str = "vllm", host: str = "127.0.0.1",
                  port: int = 0, namespace: str = "default", targets_file: str | Path | None = None) -> None:
@@ -45,6 +52,7 @@ class EmulatorServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -52,8 +60,7 @@ class EmulatorServer:
             def do_GET(self) -> None:
                 server._handle(self)
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server((host, port), Handler)
         addr = self.httpd.server_address
         self.host, self.port = str(addr[0]), int(addr[1])
         self._thread: threading.Thread | None = None

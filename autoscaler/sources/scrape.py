@@ -1,6 +1,6 @@
 """Signals from scraping each ready pod's /metrics directly (no Prometheus in between).
 
-Per tick: GET every pod of every policy concurrently (a semaphore bounds in-flight requests), with
+Per tick: GET every pod of every policy concurrently (`concurrency` workers bound in-flight requests), with
 connect/read timeouts, a body-size cap and a total per-pod deadline so a slow-loris pod that trickles
 bytes cannot hold the tick. Rates and histogram quantiles come from each pod's own recent scrapes
 (a counter that drops was reset: its new value is the increase). A pod whose scrape fails keeps
@@ -73,7 +73,7 @@ class ScrapeMetricsSource:
         self,
         targets: PodTargets,
         *,
-        concurrency: int = 64,
+        concurrency: int = 16,
         connect_timeout_seconds: float = 1.0,
         read_timeout_seconds: float | None = None,
         deadline_seconds: float | None = None,
@@ -111,16 +111,26 @@ class ScrapeMetricsSource:
     async def collect_async(self, policies: Sequence[ModelScalingPolicy], now: float) -> dict[str, Signals]:
         started = time.perf_counter()
         jobs: list[tuple[ModelScalingPolicy, str]] = [(p, u) for p in policies for u in self.targets_for(p)]
-        sem = asyncio.Semaphore(self.concurrency)
         timeout = httpx.Timeout(
             connect=self.connect_timeout_seconds,
             read=self.read_timeout_seconds,
             write=self.connect_timeout_seconds,
             pool=None,
         )
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        async with httpx.AsyncClient(timeout=timeout, limits=limits, transport=self._transport) as client:
-            results = await asyncio.gather(*(self._scrape(client, sem, p, u, now) for p, u in jobs))
+        # `concurrency` workers, each with its own one-connection client: bounded in-flight requests, and
+        # no shared pool to scan (httpcore's pool bookkeeping grows with its size on every request).
+        results: list[str | None] = [None] * len(jobs)
+        pending = list(range(len(jobs) - 1, -1, -1))
+
+        async def worker() -> None:
+            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            async with httpx.AsyncClient(timeout=timeout, limits=limits, transport=self._transport) as client:
+                while pending:
+                    i = pending.pop()
+                    p, u = jobs[i]
+                    results[i] = await self._scrape(client, p, u, now)
+
+        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(jobs)))))
         self.last_request_count = len(jobs)
 
         live = {(p.key, u) for p, u in jobs}
@@ -153,26 +163,24 @@ class ScrapeMetricsSource:
                     raise SourceError("too_large", f"body over {self.max_bytes} bytes")
             return bytes(buf)
 
-    async def _scrape(self, client: httpx.AsyncClient, sem: asyncio.Semaphore, p: ModelScalingPolicy,
-                      url: str, now: float) -> str | None:
+    async def _scrape(self, client: httpx.AsyncClient, p: ModelScalingPolicy, url: str, now: float) -> str | None:
         """Scrape one pod into its state; returns an error description or None."""
         scrape = p.spec.metrics.scrape
         deadline = self.deadline_seconds if self.deadline_seconds is not None else scrape.timeout_seconds
         state = self._pods.setdefault((p.key, url), _PodState())
-        async with sem:
-            self.telemetry.requests.labels(source=self.name).inc()
-            t0 = time.monotonic()
-            try:
-                body = await asyncio.wait_for(self._fetch(client, url), deadline)
-            except SourceError as e:
-                self.telemetry.error(self.name, e.kind)
-                return str(e)
-            except (TimeoutError, httpx.TimeoutException):
-                self.telemetry.error(self.name, "timeout")
-                return f"timeout after {time.monotonic() - t0:.1f}s"
-            except httpx.HTTPError as e:
-                self.telemetry.error(self.name, "connect")
-                return f"connect: {type(e).__name__}"
+        self.telemetry.requests.labels(source=self.name).inc()
+        t0 = time.monotonic()
+        try:
+            body = await asyncio.wait_for(self._fetch(client, url), deadline)
+        except SourceError as e:
+            self.telemetry.error(self.name, e.kind)
+            return str(e)
+        except (TimeoutError, httpx.TimeoutException):
+            self.telemetry.error(self.name, "timeout")
+            return f"timeout after {time.monotonic() - t0:.1f}s"
+        except httpx.HTTPError as e:
+            self.telemetry.error(self.name, "connect")
+            return f"connect: {type(e).__name__}"
         engine = engine_metrics(p.spec.model.engine)
         try:
             m = read_pod_metrics(body.decode("utf-8", errors="replace"), engine, p.spec.model.name)

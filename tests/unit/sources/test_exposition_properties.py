@@ -80,3 +80,27 @@ def test_truncated_text_parses_to_a_subset_or_errors(cut: int) -> None:
     if SignalName.WAITING in m.gauges:
         # A cut inside the number may shorten it ("3.0" -> "3."), never make it larger.
         assert m.gauges[SignalName.WAITING][0] <= 3
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.from_regex(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,20}", fullmatch=True),
+       labels=st.dictionaries(st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,8}", fullmatch=True),
+                              st.text(max_size=12), max_size=3),
+       value=st.one_of(st.floats(allow_nan=False), st.sampled_from([math.inf, -math.inf])),
+       ts=st.one_of(st.none(), st.integers(0, 2**40)))
+def test_the_fast_path_reads_lines_exactly_as_prometheus_client_does(name: str, labels: dict[str, str],
+                                                                     value: float, ts: int | None) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client.utils import floatToGoString
+
+    from autoscaler.sources.exposition import _samples
+
+    lab = "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}" if labels else ""
+    line = f"{name}{lab} {floatToGoString(value)}" + (f" {ts}" if ts is not None else "")
+    want = [(s.name, dict(s.labels), float(s.value))
+            for f in text_string_to_metric_families(line + "\n") for s in f.samples]
+    assert list(_samples([line])) == want

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .tools import autoscaler_command, free_port
+from .tools import REPO_ROOT, autoscaler_command, free_port
 
 
 class ControllerProcess:
@@ -34,7 +34,8 @@ class ControllerProcess:
 
     def start(self, wait_ready: bool = True, timeout: float = 30.0) -> ControllerProcess:
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     cwd=REPO_ROOT)
         self.started_at = time.time()
         if wait_ready:
             self.wait_ready(timeout)
@@ -106,6 +107,11 @@ class ControllerProcess:
             if r.get("msg") == "controller started" and r.get("identity"):
                 return str(r["identity"])
         return None
+
+    @property
+    def shims(self) -> list[str]:
+        """Workarounds for known defects the launcher had to install (see controller_main.py)."""
+        return [str(r.get("shim")) for r in self.records() if r.get("msg") == "e2e shim active"]
 
     def metrics_text(self) -> str:
         return httpx.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=3).text

@@ -108,15 +108,24 @@ class SLOSpec(_Spec):
         return 0.5 * self.ttft_seconds
 
 
-class BurstHeadroomSpec(_Spec):
-    """Extra capacity learned from SLO misses that happen while every replica is ready: bursts shorter
-    than the metrics' rate window, which average demand cannot show. Grows with the shortfall, decays
-    slowly while the SLO is met."""
+class SLOFeedbackSpec(_Spec):
+    """Learn how much load a replica can carry from the SLO itself. Latency histograms say what share of
+    recent requests met the SLO. Misses while the whole fleet is ready mean demand comes in bursts the
+    rate window averages away: plan each replica for less (factor > 1). A comfortable margin means
+    the target utilization was cautious: plan for more (factor < 1, never past 95% of capacity)."""
 
     enabled: bool = True
-    max: float = Field(default=3.0, ge=1, le=10, description="at most this × the capacity demand implies")
-    decay_seconds: PositiveSeconds = Field(default=3600.0, description="e-folding time of the decay")
+    min: float = Field(default=0.8, gt=0, le=1, description="lowest factor (most load per replica)")
+    max: float = Field(default=3.0, ge=1, le=10, description="highest factor (least load per replica)")
+    relax_seconds: PositiveSeconds = Field(
+        default=1800.0, description="e-folding time of the factor's fall while the SLO holds with margin")
     min_requests: int = Field(default=20, ge=1, description="judge the SLO only on windows with this many")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SLOFeedbackSpec:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be ≤ max ({self.max})")
+        return self
 
 
 class CapacitySpec(_Spec):
@@ -130,7 +139,7 @@ class CapacitySpec(_Spec):
     learn: bool = True
     learn_min_factor: float = Field(default=0.5, gt=0, le=1, description="learned capacity ≥ prior × this")
     learn_max_factor: float = Field(default=2.0, ge=1, description="learned capacity ≤ prior × this")
-    burst_headroom: BurstHeadroomSpec = BurstHeadroomSpec()
+    slo_feedback: SLOFeedbackSpec = SLOFeedbackSpec()
 
 
 class FloorWindow(_Spec):

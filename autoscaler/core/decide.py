@@ -37,9 +37,10 @@ _DEFAULT_PROMPT_TOKENS, _DEFAULT_GENERATION_TOKENS = 1000.0, 200.0
 _WORK_PER_REQUEST_EMA = 0.2
 _MAX_WORK_PER_REQUEST = 600.0  # replica-seconds: ten minutes of a whole replica for one request
 _MAX_REPLICAS = 1_000_000  # arithmetic ceiling, far above any policy's max
-# SLO misses count towards burst headroom only once the fleet has been settled this long: latency
+# SLO misses count towards the load factor only once the fleet has been settled this long: latency
 # histograms cover a rate window (~1 min) and include requests that queued before capacity arrived.
 _SETTLED_SECONDS = 120.0
+_MAX_PLANNED_UTILIZATION = 0.95
 
 
 def _replicas_for(work: float, per_replica: float) -> int:
@@ -172,9 +173,11 @@ def decide(
     factor = capacity_stats.factor(cap)
     settled = not replicas.starting and replicas.ready >= replicas.desired and waiting < 1.0
     settled_since = (state.settled_since if state.settled_since is not None else now) if settled else None
-    headroom = _headroom(policy, signals, state.headroom, now - prev_tick if prev_tick is not None else 0.0,
-                         now - settled_since if settled_since is not None else 0.0, stale)
-    usable = factor * cap.target_utilization / headroom  # work one replica should carry
+    load_factor = _load_factor(policy, signals, state.load_factor,
+                               now - prev_tick if prev_tick is not None else 0.0,
+                               now - settled_since if settled_since is not None else 0.0, stale)
+    # Work one replica should carry: never planned past 95% of what it can serve.
+    usable = factor * min(_MAX_PLANNED_UTILIZATION, cap.target_utilization / load_factor)
 
     # 2. Predictive.
     fstate = state.forecast
@@ -237,7 +240,7 @@ def decide(
         "backlog_work": round(backlog, 4),
         "projected_backlog_work": round(projected_backlog, 4),
         "capacity_factor": round(factor, 4),
-        "headroom": round(headroom, 4),
+        "load_factor": round(load_factor, 4),
         "predictive": predictive,
         "reactive": reactive,
         "concurrency": concurrency,
@@ -309,7 +312,7 @@ def decide(
         capacity=capacity_stats,
         last_waiting=(now, waiting),
         last_growth=growth,
-        headroom=headroom,
+        load_factor=load_factor,
         settled_since=settled_since,
         work_per_request=wpr,
     )
@@ -333,7 +336,7 @@ def slo_attainment(policy: PolicySpec, signals: Signals, stale: float) -> float 
     """Share of recent requests that met the SLO (the lower of TTFT and queue time when both are set),
     or None when no fresh histogram has enough requests to judge."""
     slo = policy.slo
-    need = policy.capacity.burst_headroom.min_requests
+    need = policy.capacity.slo_feedback.min_requests
     shares = []
     for hist, limit in ((signals.ttft_histogram, slo.ttft_seconds),
                         (signals.queue_time_histogram, slo.queue_time_seconds)):
@@ -345,28 +348,28 @@ def slo_attainment(policy: PolicySpec, signals: Signals, stale: float) -> float 
     return min(shares) if shares else None
 
 
-def _headroom(policy: PolicySpec, signals: Signals, h: float, since_last_tick: float, settled_for: float,
-              stale: float) -> float:
-    """Burst headroom: SLO misses while the whole fleet has been ready for a while (nothing starting, no
-    queue left from a scale-up) mean demand comes in bursts the rate window averages away, so plan each
-    replica for less. It grows with the shortfall (up to ×1.65 a minute at a full miss) and decays
-    slowly while the SLO holds."""
-    spec = policy.capacity.burst_headroom
+def _load_factor(policy: PolicySpec, signals: Signals, h: float, since_last_tick: float, settled_for: float,
+                 stale: float) -> float:
+    """The SLO-feedback factor on the load each replica is planned for (see SLOFeedbackSpec).
+
+    Misses while the fleet has been settled for a while (nothing starting, no queue left from a
+    scale-up) raise it with the shortfall, up to ×1.65 a minute at a full miss. Attainment with half
+    the error budget to spare lowers it with e-folding time `relaxSeconds`. In between it holds."""
+    spec = policy.capacity.slo_feedback
     if not spec.enabled:
         return 1.0
-    replicas = signals.replicas
     dt = min(since_last_tick, 4 * policy.interval_seconds)
     attained = slo_attainment(policy, signals, stale)
-    if attained is None or dt <= 0 or replicas is None:
+    if attained is None or dt <= 0:
         return h
     target = policy.slo.quantile
+    budget = max(1e-6, 1.0 - target)
     if attained < target:
         if settled_for >= _SETTLED_SECONDS:
-            shortfall = min(1.0, (target - attained) / max(1e-6, 1.0 - target))
-            h *= math.exp(0.5 * shortfall * dt / 60.0)
-    else:
-        h *= math.exp(-dt / spec.decay_seconds)
-    return min(spec.max, max(1.0, h))
+            h *= math.exp(0.5 * min(1.0, (target - attained) / budget) * dt / 60.0)
+    elif attained >= target + budget / 2:
+        h *= math.exp(-dt / spec.relax_seconds)
+    return min(spec.max, max(spec.min, h))
 
 
 def _forecaster(state: CoreState, config: ForecastConfig) -> ForecastState:

@@ -33,7 +33,7 @@ class CoreState:
     capacity: CapacityStats = field(default_factory=CapacityStats)
     last_waiting: tuple[float, float] | None = None  # (time, waiting sequences)
     last_growth: float = 0.0  # queue growth (sequences/s) seen at the previous tick
-    headroom: float = 1.0  # burst headroom learned from SLO misses with every replica ready
+    load_factor: float = 1.0  # SLO feedback on the load planned per replica (>1: less load, <1: more)
     settled_since: float | None = None  # since when nothing has been starting and no queue waited
     work_per_request: float | None = None  # EMA, replica-seconds per request
     last_tick: float | None = None
@@ -51,7 +51,7 @@ class CoreState:
             "capacity": [round(x, 4) for x in self.capacity.samples],
             "lastWaiting": list(self.last_waiting) if self.last_waiting else None,
             "lastGrowth": round(self.last_growth, 4),
-            "headroom": round(self.headroom, 4),
+            "loadFactor": round(self.load_factor, 4),
             "settledSince": self.settled_since,
             "workPerRequest": self.work_per_request,
             "lastTick": self.last_tick,
@@ -84,8 +84,16 @@ class CoreState:
             capacity=CapacityStats(tuple(float(x) for x in d.get("capacity") or ())),
             last_waiting=(float(lw[0]), float(lw[1])) if lw else None,
             last_growth=float(d.get("lastGrowth") or 0.0),
-            headroom=max(1.0, float(d.get("headroom") or 1.0)),
+            load_factor=_positive(d.get("loadFactor"), 1.0),
             settled_since=d.get("settledSince"),
             work_per_request=d.get("workPerRequest"),
             last_tick=d.get("lastTick"),
         )
+
+
+def _positive(value: Any, default: float) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return default
+    return v if 0 < v < float("inf") else default

@@ -75,15 +75,15 @@ def test_scale_down_waits_for_the_stabilization_window() -> None:
     t = 0.0
     r = run(pol, signals(work=10.0, desired=10), state, now=t)
     state = r.state
-    # Demand drops to 2: hold for the window, then go down.
+    # Demand drops to 1.9 (2 replicas at the 95% planning ceiling): hold for the window, then go down.
     while t < 290:
         t += 15
-        r = run(pol, signals(work=2.0, desired=10), state, now=t)
+        r = run(pol, signals(work=1.9, desired=10), state, now=t)
         state = r.state
         assert r.decision.desired_replicas == 10
     t = 320.0
-    r = run(pol, signals(work=2.0, desired=10), state, now=t)
-    assert r.decision.desired_replicas == 2
+    r = run(pol, signals(work=1.9, desired=10), state, now=t)
+    assert r.decision.desired_replicas == 2  # 1.9 at the 95% planning ceiling
     assert r.decision.reason is Reason.SCALE_DOWN
 
 
@@ -255,34 +255,38 @@ def _ttft_histogram(share_fast: float, total: float = 1000.0) -> LatencyHistogra
     return LatencyHistogram((0.5, 1.0, 2.5, 5.0, float("inf")), (fast * 0.5, fast, fast, total, total), 5.0)
 
 
-def test_slo_misses_with_every_replica_ready_grow_burst_headroom() -> None:
+def test_slo_misses_with_every_replica_ready_raise_the_load_factor() -> None:
     pol = policy()
     state = CoreState()
     for i in range(16):  # four minutes of 20% misses, fleet settled
         s = replace(signals(work=4.0, desired=8), ttft_histogram=_ttft_histogram(0.8))
         r = run(pol, s, state, now=1000.0 + 15 * i)
         state = r.state
-    assert state.headroom > 2.0
+    assert state.load_factor > 2.0
     assert (r.decision.desired_replicas or 0) > 8
 
 
-def test_slo_misses_while_replicas_start_do_not_grow_headroom() -> None:
+def test_slo_misses_while_replicas_start_do_not_raise_the_load_factor() -> None:
     pol = policy()
     state = CoreState()
     starting = (StartingReplica("warmup", age_seconds=30.0),)
     for i in range(8):
         s = replace(signals(work=4.0, desired=9, ready=8, starting=starting), ttft_histogram=_ttft_histogram(0.8))
         state = run(pol, s, state, now=1000.0 + 15 * i).state
-    assert state.headroom == 1.0
+    assert state.load_factor == 1.0
 
 
-def test_headroom_decays_while_the_slo_holds() -> None:
-    pol = policy(capacity={"burstHeadroom": {"decaySeconds": 600}})
-    state = replace(CoreState(), headroom=3.0)
+def test_load_factor_relaxes_while_the_slo_holds_with_margin() -> None:
+    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600}})
+    state = replace(CoreState(), load_factor=3.0)
     for i in range(41):  # ten minutes met
         s = replace(signals(work=4.0, desired=12), ttft_histogram=_ttft_histogram(1.0))
         state = run(pol, s, state, now=1000.0 + 15 * i).state
-    assert 1.0 <= state.headroom < 1.2
+    assert 1.0 <= state.load_factor < 1.2
+    for i in range(41, 400):  # and keeps relaxing to its floor: the prior was cautious
+        s = replace(signals(work=4.0, desired=12), ttft_histogram=_ttft_histogram(1.0))
+        state = run(pol, s, state, now=1000.0 + 15 * i).state
+    assert state.load_factor == pol.capacity.slo_feedback.min
 
 
 def test_share_within_interpolates_inside_a_bucket() -> None:

@@ -46,10 +46,11 @@ PRIOR_WARMUP, PRIOR_NODE = 1.5 * READY_DELAY, 1.5 * NODE_BOOT
 # fits in the 2-replica floor; the burst (the scenario's 5x) needs ~6-8 replicas, more than the first
 # node's GPUs.
 BURST = flash_crowd(base_rps=6.0, start_s=20.0, hold_s=45.0, duration_s=400.0, ramp_s=5.0)
-# Stage durations (seconds) may exceed the configured delays by the control plane's own latency
-# (watch -> KWOK stage -> status write, scheduler retry after a node appears); never be shorter.
-WARMUP_TOLERANCE = (-0.5, 2.0)
-NODE_TOLERANCE = (0.0, 3.5)
+# Stage durations may exceed the configured delays by the control plane's own latency (watch -> KWOK
+# stage -> status write; the provisioner's poll and the scheduler's retry backoff after a node appears),
+# and Kubernetes timestamps have 1 s resolution.
+WARMUP_TOLERANCE = (-1.0, 2.0)
+NODE_TOLERANCE = (-1.0, 4.0)
 
 
 def drill_policy() -> dict[str, Any]:
@@ -165,7 +166,8 @@ def test_flash_crowd_drill(workspace: Callable[[str], Workspace]) -> None:
         f"first scale-up {first_up_s:.1f}s after burst start; peak {peak}; provisioned {prov.provisioned_nodes}",
         f"warmup samples {warm_samples} -> median {statistics.median(warm_samples) if warm_samples else None}"
         f" (configured {READY_DELAY}, prior {PRIOR_WARMUP}); learned {learned.get('warmup/default')}",
-        f"node_provisioning samples {node_samples} (configured boot {NODE_BOOT}, prior {PRIOR_NODE}); "
+        f"node_provisioning samples {node_samples} -> max {max(node_samples) if node_samples else None} "
+        f"(configured boot {NODE_BOOT}, prior {PRIOR_NODE}); "
         f"learned {learned.get('node_provisioning/default')}",
         f"scheduling samples {sched_samples}; learned {learned.get('scheduling/default')}",
         f"decision reasons: {reasons}",
@@ -187,9 +189,10 @@ def test_flash_crowd_drill(workspace: Callable[[str], Workspace]) -> None:
     assert READY_DELAY + WARMUP_TOLERANCE[0] <= warm <= READY_DELAY + WARMUP_TOLERANCE[1], warm_samples
     est = learned["warmup/default"]["medianSeconds"]
     assert abs(est - READY_DELAY) < abs(PRIOR_WARMUP - READY_DELAY), learned  # moved from the prior to the truth
+    # Pods that triggered a node waited one whole boot; pods created later land on that node sooner.
     assert node_samples, "no pod was observed waiting for a new node"
-    node = statistics.median(node_samples)
-    assert NODE_BOOT + NODE_TOLERANCE[0] <= node <= NODE_BOOT + NODE_TOLERANCE[1], node_samples
+    slowest = max(node_samples)
+    assert NODE_BOOT + NODE_TOLERANCE[0] <= slowest <= NODE_BOOT + NODE_TOLERANCE[1], node_samples
 
     # 3. No scale-down while the burst lasts, nor within the stabilization window of a higher recommendation.
     assert downs, f"never scaled down after the burst: {series}"

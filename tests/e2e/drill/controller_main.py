@@ -52,7 +52,7 @@ def install_shims() -> list[str]:
     from autoscaler.controller.leader import LeaderConfig, LeaderElector
 
     active: list[str] = []
-    elector = LeaderElector(_DownApi(), LeaderConfig("probe", "probe", "probe", 15, 10, 2))  # type: ignore[arg-type]
+    elector = LeaderElector(_DownApi(), LeaderConfig("probe", "probe", "probe", 15, 10, 2))
     if _raises(elector.try_acquire_or_renew):
         original = LeaderElector.try_acquire_or_renew
 
@@ -67,7 +67,7 @@ def install_shims() -> list[str]:
         LeaderElector.try_acquire_or_renew = try_acquire_or_renew  # type: ignore[method-assign]
         active.append("leader-connection-errors")
 
-    recorder = EventRecorder(_DownApi(), "probe")  # type: ignore[arg-type]
+    recorder = EventRecorder(_DownApi(), "probe")
     if _raises(lambda: recorder.record({"metadata": {"name": "p", "namespace": "p"}}, "Normal", "Probe", "m")):
         original_record = EventRecorder.record
 

@@ -21,7 +21,7 @@ from typing import Any
 from kubernetes import client
 
 from autoscaler.observe.timefmt import format_time
-from autoscaler.targets.api import ApiException, call_json
+from autoscaler.targets.api import API_ERRORS, ApiException, call_json
 
 log = logging.getLogger(__name__)
 COMPONENT = "inference-autoscaler"
@@ -111,5 +111,8 @@ class EventRecorder:
                 self.created += 1
                 if len(self._sent) > 10_000:
                     self._sent = {k: v for k, v in self._sent.items() if now - v.first < self.window}
-        except ApiException as e:
-            log.warning("could not record event %s on %s/%s: %s", reason, ns, name, e.reason)
+        except API_ERRORS as e:
+            # An event is a courtesy: failing to record one (API error or API server unreachable) never
+            # fails a reconcile.
+            why = e.reason if isinstance(e, ApiException) else f"{type(e).__name__}: {e}"
+            log.warning("could not record event %s on %s/%s: %s", reason, ns, name, why)

@@ -21,7 +21,7 @@ from typing import Any
 from kubernetes import client
 
 from autoscaler.observe.timefmt import format_micro_time
-from autoscaler.targets.api import ApiException, call_json, is_conflict, is_not_found
+from autoscaler.targets.api import API_ERRORS, ApiException, call_json, is_conflict, is_not_found
 
 log = logging.getLogger(__name__)
 
@@ -152,14 +152,22 @@ class LeaderElector:
             }
             call_json(self.api.replace_namespaced_lease, cfg.name, cfg.namespace, body)
             log.info("released leadership", extra={"lease": f"{cfg.namespace}/{cfg.name}"})
-        except ApiException as e:
-            log.warning("could not release lease: %s", e.reason)
+        except API_ERRORS as e:
+            log.warning("could not release lease: %s", getattr(e, "reason", e))
 
     def run(self, stop: threading.Event) -> None:
         """Acquire, then renew every retry period, until `stop` (then release)."""
         while not stop.is_set():
             was = self.is_leader()
-            now_leader = self.try_acquire_or_renew()
+            try:
+                now_leader = self.try_acquire_or_renew()
+            except API_ERRORS as e:
+                # API server unreachable (restarting): keep trying; leadership lapses on its own once the
+                # renew deadline passes without a successful renewal, as client-go's does.
+                self.standby_healthy = False
+                log.warning("cannot reach the API server for lease %s/%s: %s", self.config.namespace,
+                            self.config.name, e)
+                now_leader = self.is_leader()
             if was and not now_leader:
                 log.warning("lost leadership", extra={"lease": f"{self.config.namespace}/{self.config.name}"})
             stop.wait(self.config.retry_period_seconds)

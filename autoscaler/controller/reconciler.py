@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import urllib3
 from kubernetes import client
 
 from autoscaler.controller.backoff import backoff_seconds
@@ -41,7 +40,7 @@ from autoscaler.policy import API_GROUP, PLURAL, ModelScalingPolicy
 from autoscaler.policy_loader import PolicyError, parse_policy
 from autoscaler.sources.base import MetricsSource
 from autoscaler.targets import ScaleReading, ScaleTarget, TargetBlocked, TargetNotFound
-from autoscaler.targets.api import ApiException, call_json
+from autoscaler.targets.api import API_ERRORS, ApiException, call_json
 from autoscaler.targets.resolve import PluralResolver, TargetApis, resolve_target
 from forecasting import ForecastConfig
 
@@ -50,7 +49,6 @@ Obj = dict[str, Any]
 VERSION = "v1alpha1"
 MAX_CONFLICT_RETRIES = 3
 LIMITED = {Reason.SCALE_UP_RATE_LIMITED, Reason.SCALE_DOWN_MAX, Reason.UNSCHEDULABLE}
-API_ERRORS: tuple[type[BaseException], ...] = (ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
 def _code(err: BaseException) -> str:

@@ -10,9 +10,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import urllib3
 from kubernetes.client.rest import ApiException
 
-__all__ = ["ApiException", "call_json", "is_conflict", "is_not_found", "status_of"]
+__all__ = ["API_ERRORS", "ApiException", "call_json", "is_conflict", "is_not_found", "status_of"]
+
+# What a call to the API server can raise: an HTTP error answer, or no answer at all (connection refused
+# or reset while the API server restarts, timeouts). Loops that must survive an outage catch all of it.
+API_ERRORS: tuple[type[BaseException], ...] = (ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
 def call_json(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -161,7 +161,7 @@ def test_flash_crowd_drill(workspace: Callable[[str], Workspace]) -> None:
     first_up_s = first_up.at - burst_at
     report([
         "==== drill report ====",
-        f"setup {setup_s:.1f}s, wall {wall_s:.1f}s; burst {BURST}; launcher shims {ctl.shims}",
+        f"setup {setup_s:.1f}s, wall {wall_s:.1f}s; burst {BURST}",
         f"spec.replicas over time (s after burst start, replicas): {series}",
         f"first scale-up {first_up_s:.1f}s after burst start; peak {peak}; provisioned {prov.provisioned_nodes}",
         f"warmup samples {warm_samples} -> median {statistics.median(warm_samples) if warm_samples else None}"

@@ -163,7 +163,7 @@ def test_leader_handover_after_sigkill(workspace: Callable[[str], Workspace]) ->
     writes = [(e.reason, e.reporting_instance, e.message) for e in controller_events(ws.core, ws.namespace, "chat")
               if e.reason in ("ScaledUp", "ScaledDown")]
     the_lease = lease(ws, "handover").spec
-    report("==== leader hand-over ====", f"a={a.identity} b={b.identity}; launcher shims {b.shims}",
+    report("==== leader hand-over ====", f"a={a.identity} b={b.identity}",
            f"hand-over {handover_s:.1f}s after SIGKILL (lease {LEASE_SECONDS}s, retry {RETRY_SECONDS}s)",
            f"writes {writes}", f"lease transitions {the_lease.lease_transitions}",
            f"spec.replicas {[c.replicas for c in hist.spec_changes()]}")
@@ -218,7 +218,7 @@ def test_apiserver_restart_mid_drill(workspace: Callable[[str], Workspace]) -> N
     series = [c.replicas for c in hist.spec_changes()]
     ctl.stop()
     report("==== API server restart ====", f"API server back after {back_s:.1f}s; the write to 4 landed "
-           + ("before the outage" if before_outage else f"{landed_s:.1f}s after it") + f"; shims {ctl.shims}",
+           + ("before the outage" if before_outage else f"{landed_s:.1f}s after it"),
            f"spec.replicas {series}; generation {gen0} -> {gen}; controller writes {writes}; "
            f"API errors {api_errors}", f"events {events}")
     assert ctl.returncode == 0, ctl.log_tail()

@@ -108,11 +108,6 @@ class ControllerProcess:
                 return str(r["identity"])
         return None
 
-    @property
-    def shims(self) -> list[str]:
-        """Workarounds for known defects the launcher had to install (see controller_main.py)."""
-        return [str(r.get("shim")) for r in self.records() if r.get("msg") == "e2e shim active"]
-
     def metrics_text(self) -> str:
         return httpx.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=3).text
 

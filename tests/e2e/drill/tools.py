@@ -27,9 +27,8 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def autoscaler_command() -> list[str]:
-    """The `inference-autoscaler` CLI of the package under test, through the e2e launcher (which adds
-    shims for known defects only while they exist; see controller_main.py). Run it with cwd=REPO_ROOT."""
-    return [sys.executable, "-m", "tests.e2e.drill.controller_main"]
+    """The `inference-autoscaler` CLI of the package under test (this interpreter's install of it)."""
+    return [sys.executable, "-c", "import sys; from autoscaler.cli import main; sys.argv[0] = 'inference-autoscaler'; main()"]
 
 
 def free_port() -> int:

@@ -28,7 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 def autoscaler_command() -> list[str]:
     """The `inference-autoscaler` CLI of the package under test (this interpreter's install of it)."""
-    return [sys.executable, "-c", "import sys; from autoscaler.cli import main; sys.argv[0] = 'inference-autoscaler'; main()"]
+    return [sys.executable, "-m", "autoscaler.cli"]
 
 
 def free_port() -> int:

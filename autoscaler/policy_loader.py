@@ -67,6 +67,8 @@ def _describe(err: dict[str, Any]) -> str:
     if kind == "literal_error":
         allowed = err.get("ctx", {}).get("expected", "")
         return f"{value!r} is not allowed; use one of {allowed}"
+    if msg.startswith("Value error, "):  # pydantic's prefix for our own validators' messages
+        msg = msg[len("Value error, "):]
     shown = repr(value)
     if len(shown) > 60:
         shown = shown[:57] + "..."

@@ -35,4 +35,6 @@ def setup(level: str = "info", json_format: bool = True) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.getLogger("urllib3").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per metrics query otherwise
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
     logging.getLogger("kubernetes").setLevel(logging.WARNING)

@@ -408,7 +408,9 @@ def _missing_metrics(
         panic=False,
         metrics_fresh=False,
         unschedulable_stuck=0,
-        message=f"demand metrics missing or stale: {action.action} at {desired} (never scale down on unknown data)",
+        message=(f"demand metrics missing or stale: {action.action} -> {desired}"
+                 + (f" (up from {current}: floor/fallback)" if desired > current else "")
+                 + " (never scale down on unknown data)"),
     )
     return DecisionResult(d, next_state)
 

@@ -19,6 +19,7 @@ peak between ordering a replica and that replica becoming ready, not just the de
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -26,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from forecasting.bands import FALLBACK_INFLATION, band_pinball, empirical_offsets, normal_offsets
+from forecasting.bands import FALLBACK_INFLATION, column_offsets, column_pinballs, normal_offsets
 from forecasting.baselines import seasonal_naive_lag
 from forecasting.config import ForecastConfig
 from forecasting.history import History
@@ -66,8 +67,25 @@ class _Layout:
     errors_shape: tuple[int, int, int]
 
 
-@lru_cache(maxsize=64)
+_LAYOUT_BY_ID: dict[int, tuple[ForecastConfig, _Layout]] = {}
+
+
 def _layout(config: ForecastConfig) -> _Layout:
+    """The config's layout. Looked up by identity first: the caller passes the same config object on every
+    call, and hashing a pydantic model (every field) on each observe/predict costs more than the rest of
+    a lookup. The entry holds the config, so its id cannot be reused while cached."""
+    hit = _LAYOUT_BY_ID.get(id(config))
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    layout = _layout_of(config)
+    if len(_LAYOUT_BY_ID) >= 64:
+        _LAYOUT_BY_ID.clear()
+    _LAYOUT_BY_ID[id(config)] = (config, layout)
+    return layout
+
+
+@lru_cache(maxsize=64)
+def _layout_of(config: ForecastConfig) -> _Layout:
     key = config.tracked_horizon_steps
     return _Layout(
         frozen(np.array(key, dtype=int)),
@@ -225,13 +243,11 @@ def _close_bucket(
     past[:-1] = s.past[1:]
     past[-1] = np.nan
     past[-1, 0] = y
+    holt, seasonal = _step_models(s, y)
     if holt is not None:
-        holt = _holt_step(holt, y)
         past[-1, 1:3] = holt.level, holt.trend
     if seasonal is not None:
-        sh = _holt_step(seasonal.holt, y - seasonal.profile[j % seasonal.period_steps])
-        seasonal = SeasonalState(seasonal.period_steps, seasonal.profile, sh)
-        past[-1, 3:5] = sh.level, sh.trend
+        past[-1, 3:5] = seasonal.holt.level, seasonal.holt.trend
     return ForecastState(
         s.history.append(y),
         s.bucket_index,
@@ -244,6 +260,38 @@ def _close_bucket(
         seasonal,
         frozen(past),
         errors,
+    )
+
+
+def _step_models(s: ForecastState, y: float) -> tuple[HoltState | None, SeasonalState | None]:
+    """Holt and seasonal states after closing the newest bucket (index s.history.end_index) at value y."""
+    holt, seasonal = s.holt, s.seasonal
+    if holt is not None:
+        holt = _holt_step(holt, y)
+    if seasonal is not None:
+        phase = s.history.end_index % seasonal.period_steps
+        seasonal = SeasonalState(
+            seasonal.period_steps, seasonal.profile, _holt_step(seasonal.holt, y - seasonal.profile[phase])
+        )
+    return holt, seasonal
+
+
+def _closed_for_forecast(s: ForecastState, y: float) -> ForecastState:
+    """What predict() forecasts from: s with its open bucket closed at value y, i.e. history and models as
+    `_close_bucket(record_errors=False)` leaves them, but `past` not rolled (predict never reads it)."""
+    holt, seasonal = _step_models(s, y)
+    return ForecastState(
+        s.history.append(y),
+        s.bucket_index,
+        s.bucket_sum,
+        s.bucket_count,
+        s.last_t_seconds,
+        s.last_refit_index,
+        s.period_steps,
+        holt,
+        seasonal,
+        s.past,
+        s.errors,
     )
 
 
@@ -361,13 +409,12 @@ def predict(
         raise ValueError(
             "state was built for a different ForecastConfig (history, horizons or error_samples)"
         )
-    s = _close_bucket(config, state, state.bucket_sum / state.bucket_count, record_errors=False)
+    s = _closed_for_forecast(state, state.bucket_sum / state.bucket_count)
     origin = s.history.end_index - 1
     target = math.floor((state.last_t_seconds + horizon_seconds) / config.step_seconds + _EPS)
     k = max(1, target - origin)
     steps = np.arange(1, k + 1) if window == "max" else np.array([k])
-    order = np.argsort(qs)
-    sorted_qs = [qs[i] for i in order]
+    sorted_qs = sorted(qs)
     chosen = _choose(config, s, k, max(qs))
     if chosen is None:
         point = s.history.last()
@@ -380,11 +427,26 @@ def predict(
         paths = _point_path(s, chosen, steps)
         offsets = _offsets(config, s, chosen, steps, sorted_qs)
         name = MODEL_METHODS[chosen]
-    values = np.nan_to_num(paths[:, None] + offsets, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0)
-    point_value = float(np.nan_to_num(paths, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0).max())
-    per_q = np.maximum.accumulate(values.max(axis=0))  # max over the window; monotone in q
-    result = {sorted_qs[i]: float(per_q[i]) for i in range(len(sorted_qs))}
+    values = paths[:, None] + offsets
+    peaks = values.max(axis=0).tolist()  # max over the window, per quantile
+    point_value = float(paths.max())
+    if point_value < math.inf and all(v < math.inf for v in peaks):  # no NaN or +inf: just floor at 0
+        point_value = max(point_value, 0.0)
+        peaks = [max(v, 0.0) for v in peaks]
+    else:  # NaN or +inf somewhere: count every non-finite value as 0
+        point_value = float(_finite_non_negative(paths).max())
+        peaks = _finite_non_negative(values).max(axis=0).tolist()
+    result, running = {}, 0.0
+    for q, peak in zip(sorted_qs, peaks, strict=True):
+        running = max(running, peak)  # monotone in q
+        result[q] = running
     return Forecast(point_value, {q: result[q] for q in qs}, name, horizon_seconds)
+
+
+def _finite_non_negative(x: np.ndarray) -> np.ndarray:
+    """x with NaN, +-inf and negatives replaced by 0."""
+    result: np.ndarray = np.where((x > 0.0) & (x < math.inf), x, 0.0)
+    return result
 
 
 def _available(s: ForecastState) -> dict[int, bool]:
@@ -398,20 +460,26 @@ def _available(s: ForecastState) -> dict[int, bool]:
 
 
 def _nearest_horizon(config: ForecastConfig, k: int) -> int:
-    hs = _horizons(config)
-    return min(int(np.searchsorted(hs, k)), len(hs) - 1)
+    """Index of the smallest tracked horizon >= k steps (the largest when k is beyond them all)."""
+    hs = _layout(config).horizons_key
+    return min(bisect_left(hs, k), len(hs) - 1)
 
 
 def _choose(config: ForecastConfig, s: ForecastState, k: int, q: float) -> int | None:
     available = _available(s)
     if config.method != "auto":
         return next((m for m in FALLBACK[config.method] if available[m]), None)
+    candidates = [m for m in AUTO_PREFERENCE if available[m]]
+    if not candidates:
+        return None
     hi = _nearest_horizon(config, k)
+    # every candidate in one pass; a view rather than a copy when all methods are candidates
+    errors = s.errors[:, :, hi] if len(candidates) == len(MODEL_METHODS) else s.errors[:, candidates, hi]
+    losses = column_pinballs(errors, q)
+    if len(candidates) == len(MODEL_METHODS):
+        losses = [losses[m] for m in candidates]
     best, best_loss = None, math.inf
-    for m in AUTO_PREFERENCE:
-        if not available[m]:
-            continue
-        loss = band_pinball(s.errors[:, m, hi], q)
+    for m, loss in zip(candidates, losses, strict=True):
         if best is None or (loss is not None and loss < best_loss):
             best, best_loss = m, (loss if loss is not None else math.inf)
     return best
@@ -424,10 +492,9 @@ def _point_path(s: ForecastState, m: int, steps: np.ndarray) -> np.ndarray:
         return result
     if m == SEASONAL and s.seasonal is not None:
         h = s.seasonal.holt
-        profile = np.asarray(s.seasonal.profile)
-        result = (
-            h.level + h.trend * trend_multipliers(h.phi, steps) + profile[(origin + steps) % len(profile)]
-        )
+        profile = s.seasonal.profile  # a tuple of one value per phase: pick the few needed, not convert all
+        phases = ((origin + steps) % len(profile)).tolist()
+        result = h.level + h.trend * trend_multipliers(h.phi, steps) + np.array([profile[i] for i in phases])
         return result
     if m == SNAIVE and s.period_steps is not None:
         lags = seasonal_naive_lag(steps, s.period_steps)
@@ -449,16 +516,20 @@ def _offsets(
 ) -> np.ndarray:
     """Band offsets [len(steps), len(qs)]: empirical error quantiles at each tracked horizon (normal
     fallback where too few), linear in h between tracked horizons, growing like sqrt(h) beyond."""
-    hs = _horizons(config)
-    sigma = _sigma(s, m)
-    table = np.empty((len(hs), len(qs)))
-    for i, h in enumerate(hs):
-        emp = empirical_offsets(s.errors[:, m, i], qs)
-        table[i] = emp if emp is not None else normal_offsets(sigma, float(h), qs)
-    out = np.empty((len(steps), len(qs)))
-    for j in range(len(qs)):
-        out[:, j] = np.interp(steps, hs, table[:, j])
-    beyond = steps > hs[-1]
-    if beyond.any():
+    layout = _layout(config)
+    hs = layout.horizons
+    table, short = column_offsets(s.errors[:, m, :], qs)  # every tracked horizon at once
+    if short:
+        sigma = _sigma(s, m)
+        for i in short:
+            table[i] = normal_offsets(sigma, float(hs[i]), qs)
+    if len(qs) == 1:
+        out = np.interp(steps, hs, table[:, 0])[:, None]
+    else:
+        out = np.empty((len(steps), len(qs)))
+        for j in range(len(qs)):
+            out[:, j] = np.interp(steps, hs, table[:, j])
+    if int(steps[-1]) > layout.horizons_key[-1]:  # steps ascend: only then can any lie beyond
+        beyond = steps > hs[-1]
         out[beyond] = table[-1] * np.sqrt(steps[beyond] / hs[-1])[:, None]
     return out

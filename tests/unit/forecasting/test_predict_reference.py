@@ -200,6 +200,10 @@ def _states() -> list[tuple[str, ForecastConfig, ForecastState]]:
         state = from_history(config, daily_series(5, 600.0, seed=9))
         out.append((method, config, state))
         out.append((f"{method}-holes", config, _with_holes(state, seed=10)))
+        if method == "holt" and state.holt is not None:  # non-finite point paths must still give finite output
+            for field, bad in (("level", math.nan), ("trend", math.inf), ("level", -math.inf)):
+                broken = replace(state, holt=state.holt._replace(**{field: bad}))
+                out.append((f"holt-{field}-{bad}", config, broken))
     return out
 
 

@@ -51,6 +51,12 @@ def _own_namespace() -> str:
     envvar="PROMETHEUS_URL",
     help="default Prometheus for policies that name none (else those are scraped directly)",
 )
+@click.option(
+    "--rate-window",
+    default="1m",
+    show_default=True,
+    help="PromQL rate()/histogram window; at least 4 scrape intervals (e.g. 1m for a 15 s scrape)",
+)
 @click.option("--metrics-port", type=int, default=8080, show_default=True, help="/metrics port (0: off)")
 @click.option("--health-port", type=int, default=8081, show_default=True, help="/healthz and /readyz port (0: off)")
 @click.option(
@@ -83,6 +89,7 @@ def run(
     context: str | None,
     namespaces: str,
     prometheus_url: str | None,
+    rate_window: str,
     metrics_port: int,
     health_port: int,
     leader_elect: bool,
@@ -124,7 +131,10 @@ def run(
     except Exception as e:
         raise click.ClickException(f"cannot configure the Kubernetes client: {e}") from None
     holder: dict[str, Controller] = {}
-    source = build_source(prometheus_url, lambda key: holder["c"].pod_addresses(key))
+    try:
+        source = build_source(prometheus_url, lambda key: holder["c"].pod_addresses(key), rate_window)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--rate-window") from None
     try:
         controller = Controller(api, source, cfg, extra_registries=[source_registry()])
     except ValueError as e:

@@ -8,6 +8,7 @@ The scrape source learns pod addresses from the controller (the target's ready p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry
@@ -17,6 +18,7 @@ from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.base import MetricsSource
 from autoscaler.sources.failover import FailoverMetricsSource
 from autoscaler.sources.prometheus import PrometheusMetricsSource
+from autoscaler.sources.promql import PromQLBuilder
 from autoscaler.sources.scrape import ScrapeMetricsSource
 from autoscaler.sources.telemetry import REGISTRY
 
@@ -38,9 +40,12 @@ class RoutedSource:
         return out
 
 
-def build_source(prometheus_url: str | None, pod_addresses: Callable[[str], list[str]]) -> MetricsSource:
+def build_source(prometheus_url: str | None, pod_addresses: Callable[[str], list[str]],
+                 rate_window: str = "1m") -> MetricsSource:
+    if not re.fullmatch(r"[1-9][0-9]*(ms|s|m|h)", rate_window):
+        raise ValueError(f"rate window {rate_window!r} is not a PromQL duration such as 30s or 1m")
     scrape = ScrapeMetricsSource(lambda policy: pod_addresses(policy.key))
-    prom = PrometheusMetricsSource(prometheus_url or _NO_DEFAULT)
+    prom = PrometheusMetricsSource(prometheus_url or _NO_DEFAULT, builder=PromQLBuilder(window=rate_window))
     return RoutedSource(FailoverMetricsSource(prom, scrape), scrape, bool(prometheus_url))
 
 

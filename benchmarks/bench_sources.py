@@ -99,7 +99,8 @@ def bench_prometheus(models: int, work: Path) -> dict[str, float]:
             walls.append(time.perf_counter() - t)
         complete = sum(1 for s in out.values() if all(
             getattr(s, f).value is not None for f in ("request_rate", "prompt_tokens_rate", "waiting",
-                                                      "queue_time_p90_seconds", "ttft_p90_seconds")))
+                                                      "queue_time_p90_seconds", "ttft_p90_seconds"))
+            and s.queue_time_histogram is not None and s.ttft_histogram is not None)
         return {"models": models, "samples": n, "generate_s": gen_s, "promtool_s": load_s,
                 "first_tick_s": walls[0], "tick_s": float(np.median(walls[1:])), "queries": src.last_query_count,
                 "models_with_all_signals": complete}
@@ -187,7 +188,7 @@ def main() -> None:
         pr = bench_prometheus(args.models, Path(d))
     rows = [("Prometheus: 1 tick, all models", f"{pr['models']} models", f"{pr['tick_s'] * 1000:.0f} ms",
              f"{pr['queries']} queries; first tick {pr['first_tick_s'] * 1000:.0f} ms; "
-             f"{pr['models_with_all_signals']} models with every signal")]
+             f"{pr['models_with_all_signals']} models with every signal and both latency histograms")]
     for c in args.concurrency:
         sc = bench_scrape(args.pods, c)
         rows.append((f"Scrape: 1 tick, concurrency {c}", f"{sc['pods']} pods", f"{sc['tick_s'] * 1000:.0f} ms",

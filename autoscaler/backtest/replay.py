@@ -23,7 +23,7 @@ from autoscaler.backtest.history import History
 from autoscaler.core import CoreState, Measured, Signals
 from autoscaler.core.decide import decide, forecast_config
 from autoscaler.policy import ModelScalingPolicy
-from autoscaler.sources.base import load_signals
+from autoscaler.sources.base import HISTOGRAM_FIELDS, load_signals, with_histograms
 from autoscaler.sources.engines import SignalName
 
 METHOD = ("fluid fleet (simulations.fluid.FluidFleet), demand rebuilt from the historical request and token "
@@ -153,13 +153,15 @@ def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:
     for i in range(n):
         t_rel = i * step
         values = {s: Measured(v, 0.0) for s in SignalName if (v := history.value(s, i)) is not None}
+        hists = {s: history.histogram(s, i) for s in HISTOGRAM_FIELDS}
         if ours_fleet is not None:
             ours_fleet.advance(t_rel)
             counts = ours_fleet.replica_counts(t_rel)
-            sig = replace(load_signals(values), replicas=counts, cluster=ours_fleet.cluster_facts(t_rel),
-                          observations=ours_fleet.take_observations(t_rel))
+            sig = replace(with_histograms(load_signals(values), hists), replicas=counts,
+                          cluster=ours_fleet.cluster_facts(t_rel), observations=ours_fleet.take_observations(t_rel))
         else:
-            sig = replace(load_signals(values, Signals()), replicas=ReplicaCounts(desired=desired, ready=desired))
+            sig = replace(with_histograms(load_signals(values, Signals()), hists),
+                          replicas=ReplicaCounts(desired=desired, ready=desired))
         result = decide(spec, sig, state, float(times[i]), fcfg)
         state = result.state
         d = result.decision

@@ -1,8 +1,9 @@
 """The one interface every metric source implements.
 
 A source fills the load part of `Signals` (rates, sequences, KV use, latency quantiles, each with its
-age); the controller adds the replica counts, cluster facts and cold-start observations it gets from
-the Kubernetes API. A source never turns a failure into a zero: a value it could not get is `MISSING`.
+age, and the latency histograms the quantiles come from); the controller adds the replica counts,
+cluster facts and cold-start observations it gets from the Kubernetes API. A source never turns a
+failure into a zero: a value it could not get is `MISSING` (a histogram, None).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from autoscaler.core.signals import Measured, Signals
+from autoscaler.core.signals import LatencyHistogram, Measured, Signals
 from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.engines import SignalName
 
@@ -45,3 +46,26 @@ def load_signal(signals: Signals, name: SignalName) -> Measured:
     """The load signal `name` of `signals`."""
     m: Measured = getattr(signals, name.value)
     return m
+
+
+# The histogram behind each quantile signal, by the `Signals` field that carries it.
+HISTOGRAM_FIELDS: dict[SignalName, str] = {
+    SignalName.QUEUE_TIME_P90: "queue_time_histogram",
+    SignalName.TTFT_P90: "ttft_histogram",
+}
+
+
+def with_histograms(signals: Signals, histograms: Mapping[SignalName, LatencyHistogram | None]) -> Signals:
+    """`signals` with the histograms of the given quantile signals set (None: unknown); others kept."""
+    g = histograms.get
+    return replace(
+        signals,
+        queue_time_histogram=g(SignalName.QUEUE_TIME_P90, signals.queue_time_histogram),
+        ttft_histogram=g(SignalName.TTFT_P90, signals.ttft_histogram),
+    )
+
+
+def load_histogram(signals: Signals, name: SignalName) -> LatencyHistogram | None:
+    """The histogram behind quantile signal `name` of `signals`."""
+    h: LatencyHistogram | None = getattr(signals, HISTOGRAM_FIELDS[name])
+    return h

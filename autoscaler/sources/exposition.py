@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.sources.engines import SIGNAL_KIND, EngineMetrics, MetricRef, SignalName
+from autoscaler.sources.histogram import parse_le
 
 
 class ExpositionError(ValueError):
@@ -42,16 +43,6 @@ class PodMetrics:
 
 def _matches(labels: dict[str, str], ref: MetricRef) -> bool:
     return all(labels.get(k) == v for k, v in ref.matchers)
-
-
-def _parse_le(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    try:
-        le = float(raw)
-    except ValueError:
-        return None
-    return None if le != le else le
 
 
 def _sample_name(line: str) -> str:
@@ -85,7 +76,11 @@ def _samples(lines: list[str]) -> Iterator[tuple[str, dict[str, str], float]]:
         except ValueError:
             slow.append(line)
             continue
-        yield m.group(1), dict(_LABEL.findall(labels or "")), value
+        pairs = _LABEL.findall(labels or "")
+        if any(k.startswith("__") for k, _ in pairs):
+            slow.append(line)  # reserved label names: the parser decides (it refuses them)
+            continue
+        yield m.group(1), dict(pairs), value
     if slow:
         for family in text_string_to_metric_families("\n".join(slow) + "\n"):
             for sample in family.samples:
@@ -137,7 +132,7 @@ def read_pod_metrics(text: str, engine: EngineMetrics, model: str | None) -> Pod
             elif kind == "rate":
                 out.counters.setdefault(signal, {})[(name, rest)] = value
             else:
-                le = _parse_le(labels.get("le"))
+                le = parse_le(labels.get("le"))
                 if le is None:
                     out.dropped_non_finite += 1
                     continue

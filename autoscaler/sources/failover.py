@@ -3,7 +3,8 @@ with `spec.metrics.fallbackToScrape`), and for policies that asked for `source: 
 
 Each tick tries Prometheus again, so a policy returns to Prometheus as soon as it answers. Policies on
 fallback merge field by field: a signal the scrape cannot give yet (a rate needs two scrapes) keeps
-Prometheus's last good value with its growing age, whichever is fresher wins.
+Prometheus's last good value with its growing age, whichever is fresher wins; latency histograms
+likewise (the fresher present one), and pass through unchanged for policies on a single source.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from autoscaler.core.signals import Measured, Signals
+from autoscaler.core.signals import LatencyHistogram, Measured, Signals
 from autoscaler.policy import ModelScalingPolicy
-from autoscaler.sources.base import load_signal, load_signals
+from autoscaler.sources.base import HISTOGRAM_FIELDS, load_histogram, load_signal, load_signals, with_histograms
 from autoscaler.sources.engines import SignalName
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 from autoscaler.sources.scrape import ScrapeMetricsSource
@@ -30,10 +31,22 @@ def fresher(a: Measured, b: Measured) -> Measured:
     return a if a.age_seconds <= b.age_seconds else b
 
 
+def fresher_histogram(a: LatencyHistogram | None, b: LatencyHistogram | None) -> LatencyHistogram | None:
+    """The histogram with the smaller age; a missing one never wins over a present one."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if a.age_seconds <= b.age_seconds else b
+
+
 def merge(primary: Signals, secondary: Signals) -> Signals:
-    """Field-wise `fresher` of the load signals; non-load fields come from `primary`."""
+    """Field-wise `fresher` of the load signals and latency histograms; other fields come from
+    `primary`."""
     best = {s: fresher(load_signal(primary, s), load_signal(secondary, s)) for s in SignalName}
-    return load_signals(best, primary)
+    hists = {s: fresher_histogram(load_histogram(primary, s), load_histogram(secondary, s))
+             for s in HISTOGRAM_FIELDS}
+    return with_histograms(load_signals(best, primary), hists)
 
 
 class FailoverMetricsSource:

@@ -1,10 +1,15 @@
 """Signals from Prometheus: one instant query per signal per (Prometheus, engine, labelSelector) group.
 
-A tick for a thousand vLLM models sharing a Prometheus and a selector is 9 queries (8 signals plus one
-for sample freshness), whatever the number of models. Each signal's age is now − the newest sample time
-of the model's series (from `timestamp()`), so a Prometheus that still answers from old data is seen
-as stale. A failed query, an absent series, a NaN or a negative answer gives the last good value with
-its growing age (or MISSING if there never was one), never a zero.
+A tick for a thousand vLLM models sharing a Prometheus and a selector is 9 queries (6 value signals, 2
+histograms' bucket increases, one for sample freshness), whatever the number of models. The p90
+signals are computed here from the bucket increases exactly as PromQL's histogram_quantile would, and
+the buckets themselves become the `LatencyHistogram`s the core judges SLO attainment on.
+
+Each signal's age is now − the newest sample time of the model's series (from `timestamp()`), so a
+Prometheus that still answers from old data is seen as stale. A failed query, an absent series, a NaN
+or a negative answer gives the last good value with its growing age (or MISSING if there never was
+one), never a zero. A histogram that cannot be had is None, never an invented empty one; a window in
+which no request finished is an honest histogram with total 0.
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry
 
-from autoscaler.core.signals import Measured, Signals
+from autoscaler.core.signals import LatencyHistogram, Measured, Signals
 from autoscaler.policy import ModelScalingPolicy
-from autoscaler.sources.base import load_signals
-from autoscaler.sources.engines import SIGNAL_KIND, SignalName, engine_metrics
+from autoscaler.sources.base import load_signals, with_histograms
+from autoscaler.sources.engines import QUANTILE, SIGNAL_KIND, EngineMetrics, SignalName, engine_metrics
+from autoscaler.sources.histogram import latency_histogram, parse_le, quantile_of
 from autoscaler.sources.lastknown import LastKnown
 from autoscaler.sources.prom_api import PrometheusAPI, Sample, SourceError
 from autoscaler.sources.promql import FRESHNESS, GroupKey, PlannedQuery, PromQLBuilder
-from autoscaler.sources.telemetry import SourceTelemetry, telemetry_for
+from autoscaler.sources.telemetry import ErrorKind, SourceTelemetry, telemetry_for
 
 log = logging.getLogger("autoscaler.sources.prometheus")
 
@@ -133,10 +139,24 @@ class PrometheusMetricsSource:
                     freshness[k] = max(freshness.get(k, -math.inf), s.value)
 
         values: dict[str, dict[SignalName, Measured]] = {p.key: {} for p in members}
+        histograms: dict[str, dict[SignalName, LatencyHistogram | None]] = {p.key: {} for p in members}
         for signal in SIGNAL_FIELDS:
             if signal.value not in answers:
                 continue  # the engine does not expose it: stays MISSING
             a = answers[signal.value]
+            if SIGNAL_KIND[signal] == "quantile":
+                series: dict[tuple[str, str], list[Sample]] = {}
+                for s in a if isinstance(a, list) else ():
+                    series.setdefault(self.builder.series_key(engine, s.labels), []).append(s)
+                for p in members:
+                    found = self._histogram(engine, p, series, freshness, now) if isinstance(a, list) else None
+                    m = None
+                    if found is not None:
+                        h, t = found
+                        m = self._accept(p.key, signal, quantile_of(QUANTILE, h), t, now)
+                    histograms[p.key][signal] = found[0] if found is not None else None
+                    values[p.key][signal] = m if m is not None else self._last.get(p.key, signal.value, now)
+                continue
             by_key: dict[tuple[str, str], Sample] = {}
             dups: set[tuple[str, str]] = set()
             if isinstance(a, list):
@@ -153,14 +173,52 @@ class PrometheusMetricsSource:
                         if k in dups:
                             break
                         if k in by_key:
-                            m = self._accept(p.key, signal, by_key[k], freshness.get(k), now)
+                            s = by_key[k]
+                            m = self._accept(p.key, signal, s.value, _sample_time(s, freshness.get(k)), now)
                             break
                 values[p.key][signal] = m if m is not None else self._last.get(p.key, signal.value, now)
-        return {k: load_signals(v) for k, v in values.items()}
+        return {k: with_histograms(load_signals(v), histograms[k]) for k, v in values.items()}
 
-    def _accept(self, policy_key: str, signal: SignalName, s: Sample, fresh_t: float | None,
+    def _histogram(self, engine: EngineMetrics, p: ModelScalingPolicy,
+                   series: dict[tuple[str, str], list[Sample]], freshness: dict[tuple[str, str], float],
+                   now: float) -> tuple[LatencyHistogram, float] | None:
+        """Policy `p`'s histogram out of a bucket query's answer (`series`: its samples by series key, one
+        per `le`) and its sample time, aged like the other signals; None when its series are absent,
+        duplicated or not a histogram."""
+        for k in self.builder.policy_keys(engine, p):
+            samples = series.get(k)
+            if not samples:
+                continue
+            seen: set[str] = set()
+            buckets: list[tuple[float, float]] = []
+            bad: ErrorKind | None = None
+            for s in samples:
+                raw = s.labels.get("le")
+                le = parse_le(raw)
+                if raw is None or le is None or raw in seen:
+                    # Two answers for one bucket, or a series without a usable bucket bound: this
+                    # model's buckets cannot be trusted.
+                    bad = "duplicate_series" if raw in seen else "bad_payload"
+                    break
+                if not math.isfinite(s.value) or s.value < 0:
+                    bad = "non_finite" if not math.isfinite(s.value) else "negative"
+                    break
+                seen.add(raw)
+                buckets.append((le, s.value))
+            if bad is not None:
+                self.telemetry.error(self.name, bad)
+                return None
+            t = _sample_time(min(samples, key=lambda s: s.timestamp), freshness.get(k))
+            h = latency_histogram(buckets, max(0.0, now - t))
+            return (h, t) if h is not None else None  # None: no +Inf bucket, the total is unknown
+        return None
+
+    def _accept(self, policy_key: str, signal: SignalName, v: float | None, t: float,
                 now: float) -> Measured | None:
-        v = s.value
+        """`v`, observed at `t`, as a Measured (remembered as the last good value), or None when it is
+        missing, NaN or negative."""
+        if v is None:
+            return None  # a quantile of a window with no finished request: not a fault
         if not math.isfinite(v):
             # histogram_quantile is NaN when no request finished in the window: not a fault.
             if not (SIGNAL_KIND[signal] == "quantile" and v != v):
@@ -169,6 +227,11 @@ class PrometheusMetricsSource:
         if v < 0:
             self.telemetry.error(self.name, "negative")
             return None
-        t = s.timestamp if fresh_t is None else min(s.timestamp, fresh_t)
         self._last.put(policy_key, signal.value, v, t)
         return Measured(v, max(0.0, now - t))
+
+
+def _sample_time(s: Sample, fresh_t: float | None) -> float:
+    """When sample `s` was observed: the newest scrape of the model's series (from the freshness query)
+    if known, else the evaluation time."""
+    return s.timestamp if fresh_t is None else min(s.timestamp, fresh_t)

@@ -4,12 +4,18 @@ with `/api/v1/query_range`, so both read the same numbers.
 
 Series are summed `by (namespace, <model label>)`: across pods, and across a data-parallel engine's
 per-engine series (vLLM's `engine` label), which are simply not in the `by` clause.
+
+Latency histograms are fetched as bucket increases, `sum by (le, namespace, <model label>)
+(increase(x_bucket[window]))`: one query per histogram gives both the histogram the core judges SLO
+attainment on and, client-side, the p90 signal (`histogram.histogram_quantile` follows PromQL's
+arithmetic), so the histograms cost no extra query.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.engines import (
@@ -48,11 +54,17 @@ class GroupKey:
     selector: tuple[tuple[str, str], ...]  # sorted labelSelector items
 
 
+# What a planned query answers: one value per model, or one series per model and `le` bucket.
+QueryShape = Literal["value", "buckets"]
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedQuery:
     group: GroupKey
     signal: str  # a SignalName value, FRESHNESS or REPLICAS
     promql: str
+    # "buckets": per-`le` increases of the histogram behind a quantile signal (see `bucket_query`).
+    shape: QueryShape = "value"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,19 @@ class PromQLBuilder:
         )
         return f"histogram_quantile({QUANTILE}, {inner})"
 
+    def bucket_query(self, engine: EngineMetrics, signal: SignalName,
+                     selector: Iterable[tuple[str, str]] = (), models: Sequence[str] = ()) -> str | None:
+        """Per-`le` increases over the window of the histogram behind quantile `signal`, for all `models`
+        (None when the engine has no such histogram). Same selectors and `or` alternatives as
+        `signal_query`; `histogram_quantile` of its answer is `signal_query`'s answer."""
+        refs = engine.refs(signal)
+        if not refs or SIGNAL_KIND[signal] != "quantile":
+            return None
+        m = self._matchers(engine, tuple(selector), models)
+        by = ("le", *self.by_labels(engine))
+        w = self.window
+        return " or ".join(self._agg("sum", by, f"increase({self._selector(r, '_bucket', m)}[{w}])") for r in refs)
+
     def freshness_query(self, engine: EngineMetrics, selector: Iterable[tuple[str, str]] = (),
                         models: Sequence[str] = ()) -> str | None:
         """Newest sample time (unix seconds) of each model's queue gauge: the age of every signal."""
@@ -140,7 +165,8 @@ class PromQLBuilder:
     def plan(self, policies: Sequence[ModelScalingPolicy], default_url: str,
              extra: Sequence[str] = (FRESHNESS,)) -> QueryPlan:
         """Group policies by (Prometheus URL, engine, labelSelector) and list one query per signal per
-        group. `extra` adds FRESHNESS and/or REPLICAS queries."""
+        group (a quantile signal's query is its histogram's `bucket_query`). `extra` adds FRESHNESS and/or
+        REPLICAS queries."""
         groups: dict[GroupKey, list[ModelScalingPolicy]] = {}
         for p in policies:
             url = (p.spec.metrics.prometheus.url or default_url).rstrip("/")
@@ -151,6 +177,11 @@ class PromQLBuilder:
             engine = engine_metrics(key.engine)
             models = [p.spec.model.name for p in members]
             for s in SignalName:
+                if SIGNAL_KIND[s] == "quantile":
+                    q = self.bucket_query(engine, s, key.selector, models)
+                    if q is not None:
+                        queries.append(PlannedQuery(key, s.value, q, "buckets"))
+                    continue
                 q = self.signal_query(engine, s, key.selector, models)
                 if q is not None:
                     queries.append(PlannedQuery(key, s.value, q))

@@ -2,8 +2,9 @@
 
 Per tick: GET every pod of every policy concurrently (`concurrency` workers bound in-flight requests), with
 connect/read timeouts, a body-size cap and a total per-pod deadline so a slow-loris pod that trickles
-bytes cannot hold the tick. Rates and histogram quantiles come from each pod's own recent scrapes
-(a counter that drops was reset: its new value is the increase). A pod whose scrape fails keeps
+bytes cannot hold the tick. Rates, latency histograms and their quantiles come from each pod's own
+recent scrapes (a counter or bucket that drops was reset: its new value is the increase); a histogram is
+the bucket increases over the rate window summed over pods. A pod whose scrape fails keeps
 contributing its last good numbers with their age, so one sick pod makes the signal older, not
 smaller; a pod that has never answered contributes nothing.
 
@@ -25,12 +26,12 @@ from typing import Final
 import httpx
 from prometheus_client import CollectorRegistry
 
-from autoscaler.core.signals import MISSING, Measured, Signals
+from autoscaler.core.signals import MISSING, LatencyHistogram, Measured, Signals
 from autoscaler.policy import ModelScalingPolicy
-from autoscaler.sources.base import load_signals
+from autoscaler.sources.base import load_signals, with_histograms
 from autoscaler.sources.engines import QUANTILE, SIGNAL_KIND, EngineMetrics, SignalName, engine_metrics
 from autoscaler.sources.exposition import ExpositionError, PodMetrics, SeriesKey, read_pod_metrics
-from autoscaler.sources.histogram import histogram_quantile
+from autoscaler.sources.histogram import latency_histogram, quantile_of
 from autoscaler.sources.prom_api import SourceError
 from autoscaler.sources.telemetry import SourceTelemetry, telemetry_for
 
@@ -211,13 +212,23 @@ class ScrapeMetricsSource:
             if st is not None and st.metrics is not None and st.last_ok is not None:
                 pods.append(st)
         values: dict[SignalName, Measured] = {}
+        histograms: dict[SignalName, LatencyHistogram | None] = {}
         for signal in SignalName:
-            if engine.refs(signal):
+            if not engine.refs(signal):
+                continue
+            if SIGNAL_KIND[signal] != "quantile":
                 values[signal] = self._aggregate(engine, signal, pods, now)
-        return load_signals(values)
+                continue
+            h = self._histogram(signal, pods, now)
+            q = quantile_of(QUANTILE, h) if h is not None else None
+            histograms[signal] = h
+            values[signal] = Measured(q, h.age_seconds) if h is not None and q is not None else MISSING
+        return with_histograms(load_signals(values), histograms)
 
     def _aggregate(self, engine: EngineMetrics, signal: SignalName, pods: Sequence[_PodState],
                    now: float) -> Measured:
+        """A gauge (sum or mean over pods) or a counter's rate (summed over pods); quantiles come from
+        `_histogram`."""
         kind = SIGNAL_KIND[signal]
         total, n, oldest = 0.0, 0, now
         if kind in ("sum", "mean"):
@@ -244,7 +255,13 @@ class ScrapeMetricsSource:
                 oldest = min(oldest, newest)
             return Measured(total, max(0.0, now - oldest)) if n else MISSING
 
+        raise ValueError(f"{signal.value} is a quantile: see _histogram")
+
+    def _histogram(self, signal: SignalName, pods: Sequence[_PodState], now: float) -> LatencyHistogram | None:
+        """Bucket increases over each pod's recent scrapes (the rate window), summed over pods; aged by
+        the oldest contributing pod. None when no pod has two scrapes of the histogram."""
         merged: dict[float, float] = {}
+        n, oldest = 0, now
         for st in pods:
             inc_b = self._bucket_increase(st, signal)
             if inc_b is None:
@@ -254,10 +271,7 @@ class ScrapeMetricsSource:
                 merged[le] = merged.get(le, 0.0) + c
             n += 1
             oldest = min(oldest, newest)
-        if not n:
-            return MISSING
-        q = histogram_quantile(QUANTILE, merged.items())
-        return Measured(q, max(0.0, now - oldest)) if q is not None else MISSING
+        return latency_histogram(merged.items(), max(0.0, now - oldest)) if n else None
 
     def _window_increase(self, st: _PodState, signal: SignalName) -> tuple[float, float, float] | None:
         hist = list(st.history)

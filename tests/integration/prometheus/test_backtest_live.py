@@ -21,6 +21,7 @@ from autoscaler.backtest import fetch_history
 from autoscaler.backtest.openmetrics import HistorySpec, history_file
 from autoscaler.cli.backtest import backtest
 from autoscaler.sources.engines import SignalName
+from autoscaler.sources.histogram import quantile_of
 from autoscaler.sources.prom_api import PrometheusAPI
 from simulations.trace import Trace
 from simulations.trace_loaders import load_azure_csv
@@ -86,6 +87,17 @@ def test_history_is_read_with_the_live_source_promql(history_prometheus: tuple[P
     assert set(h.replicas[h.times < trace.start_epoch + SWITCH_S - 60]) == {2}
     assert set(h.replicas[h.times > trace.start_epoch + SWITCH_S + 120]) == {3}
     assert h.queries == len(SignalName) + 1  # one range query per signal, plus the replica count
+    # Queue-time histograms per step from the bucket increases (1 m window, 60 s steps: windows tile the
+    # range), requests within 10 % of the trace's; the p90 signal is their histogram_quantile.
+    hists = h.histograms[SignalName.QUEUE_TIME_P90]
+    assert all(x is not None for x in hists)
+    served = float(((trace.arrival_s >= 60) & (trace.arrival_s < 3300)).sum())
+    assert sum(x.total for x in hists if x is not None) == pytest.approx(served, rel=0.10)
+    p90 = h.signals[SignalName.QUEUE_TIME_P90]
+    for x, v in zip(hists, p90, strict=True):
+        q = quantile_of(0.9, x) if x is not None else None
+        assert (q is None and np.isnan(v)) or q == v
+    assert all(x is None for x in h.histograms[SignalName.TTFT_P90])  # the history has no TTFT buckets
 
 
 def test_backtest_cli_reports_both_plans_and_writes_a_plot(history_prometheus: tuple[PrometheusProcess, Trace],

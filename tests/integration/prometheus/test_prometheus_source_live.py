@@ -10,6 +10,12 @@ Tolerances (stated, and why):
   samples; the truth is the exact counter difference over the same 20 s.
 - queue-time p90: ±25 % or within one bucket of vLLM's request_latency_buckets, whichever is wider;
   both sides interpolate inside coarse buckets (0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5 ...).
+- queue-time and TTFT histograms (bucket increases over the 20 s window): total requests ±15 % (increase()
+  extrapolates each replica's buckets to the window edges, and ~180 requests make the edges count); share
+  of requests under 1 s, and under every other bucket bound (bounds of both, so no interpolation), ±0.05.
+- the p90 signals, now computed client-side from the same bucket increases: equal to PromQL's own
+  histogram_quantile over rate() at the same evaluation time, to 1e-9 relative (rate() is increase()
+  divided by the window, so only the last bits of the float may differ).
 """
 
 from __future__ import annotations
@@ -21,13 +27,16 @@ import pytest
 
 from autoscaler.core import CoreState, ReplicaCounts
 from autoscaler.core.decide import Reason, decide
+from autoscaler.core.signals import LatencyHistogram
 from autoscaler.emulator.server import EmulatorServer
 from autoscaler.policy import ModelScalingPolicy
+from autoscaler.sources.engines import SignalName, engine_metrics
 from autoscaler.sources.failover import FailoverMetricsSource
+from autoscaler.sources.prom_api import PrometheusAPI
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 from autoscaler.sources.promql import PromQLBuilder
 from autoscaler.sources.scrape import ScrapeMetricsSource
-from simulations.histograms import REQUEST_LATENCY_BUCKETS, quantile_from_counts
+from simulations.histograms import REQUEST_LATENCY_BUCKETS, TTFT_BUCKETS, quantile_from_counts
 from tests.unit.sources.helpers import fresh_telemetry, msp
 
 from .conftest import MODEL, REPLICAS, PrometheusProcess, scrape_config
@@ -46,6 +55,15 @@ def source(url: str, timeout: float = 2.0) -> PrometheusMetricsSource:
                                    timeout_seconds=timeout)
 
 
+def truth_histogram(bounds: tuple[float, ...], now: tuple[float, ...], before: tuple[float, ...]) -> LatencyHistogram:
+    """The emulator's per-bucket counts over a window as cumulative `le` buckets."""
+    cumulative, acc = [], 0.0
+    for a, b in zip(now, before, strict=True):
+        acc += a - b
+        cumulative.append(acc)
+    return LatencyHistogram((*bounds, float("inf")), tuple(cumulative), 0.0)
+
+
 def wait_until_warm(emulator: EmulatorServer, seconds: float) -> None:
     left = emulator.driver.started_wall + seconds - time.time()
     if left > 0:
@@ -56,7 +74,8 @@ def test_signals_match_the_emulator_ground_truth(emulator: EmulatorServer, prome
     wait_until_warm(emulator, WINDOW_S + 8)
     src = source(prometheus.url)
     p = policy()
-    errors: dict[str, list[float]] = {k: [] for k in ("waiting", "running", "kv", "prompt", "gen", "req", "p90")}
+    errors: dict[str, list[float]] = {k: [] for k in ("waiting", "running", "kv", "prompt", "gen", "req", "p90",
+                                                      "queue_total", "queue_share", "ttft_total", "ttft_share")}
     for _ in range(3):
         now = time.time()
         s = src.collect([p], now)[p.key]
@@ -92,13 +111,46 @@ def test_signals_match_the_emulator_ground_truth(emulator: EmulatorServer, prome
         i = REQUEST_LATENCY_BUCKETS.index(bucket)
         width = bucket - (REQUEST_LATENCY_BUCKETS[i - 1] if i else 0.0)
         errors["p90"].append(abs(got_p90 - want_p90) / max(0.25 * want_p90, width))
+        for key, got_h, want_h in (
+            ("queue", s.queue_time_histogram,
+             truth_histogram(REQUEST_LATENCY_BUCKETS, truth.queue_time_counts, before.queue_time_counts)),
+            ("ttft", s.ttft_histogram, truth_histogram(TTFT_BUCKETS, truth.ttft_counts, before.ttft_counts)),
+        ):
+            assert got_h is not None and want_h.total > 50
+            assert got_h.upper_bounds == want_h.upper_bounds and 0 <= got_h.age_seconds < 3.0
+            errors[f"{key}_total"].append(abs(got_h.total - want_h.total) / want_h.total)
+            # Share under 1 s, and under every other bucket bound too (queue times may all be < 0.3 s).
+            for bound in want_h.upper_bounds[:-1]:
+                got_share, want_share = got_h.share_within(bound), want_h.share_within(bound)
+                assert got_share is not None and want_share is not None
+                errors[f"{key}_share"].append(abs(got_share - want_share))
         time.sleep(1.5)
     print("max errors:", {k: round(max(v), 4) for k, v in errors.items()})
     assert max(errors["waiting"]) <= 1 and max(errors["running"]) <= 1
     assert max(errors["kv"]) <= 0.01
     assert max(errors["prompt"]) <= 0.10 and max(errors["gen"]) <= 0.10 and max(errors["req"]) <= 0.10
     assert max(errors["p90"]) <= 1.0
-    assert src.last_query_count == 9
+    assert max(errors["queue_total"]) <= 0.15 and max(errors["ttft_total"]) <= 0.15
+    assert max(errors["queue_share"]) <= 0.05 and max(errors["ttft_share"]) <= 0.05
+    assert src.last_query_count == 9  # the histograms cost no query: they replace the p90 queries
+
+
+def test_p90_from_the_buckets_equals_promql_histogram_quantile(emulator: EmulatorServer,
+                                                               prometheus: PrometheusProcess) -> None:
+    wait_until_warm(emulator, WINDOW_S + 8)
+    src = source(prometheus.url)
+    p = policy()
+    at = time.time() - 3.0  # every sample up to here is ingested: both queries read the same data
+    s = src.collect([p], at)[p.key]
+    api = PrometheusAPI(prometheus.url)
+    for signal, got in ((SignalName.QUEUE_TIME_P90, s.queue_time_p90_seconds.value),
+                        (SignalName.TTFT_P90, s.ttft_p90_seconds.value)):
+        q = src.builder.signal_query(engine_metrics("vllm"), signal, models=[MODEL])
+        assert q is not None
+        server = [x.value for x in api.query(q, at) if x.labels.get("namespace") == "serving"]
+        assert len(server) == 1 and got is not None
+        assert got == pytest.approx(server[0], rel=1e-9, abs=0.0), signal
+    api.close()
 
 
 def test_ages_are_the_age_of_prometheus_newest_sample(emulator: EmulatorServer,
@@ -169,6 +221,7 @@ def test_failover_to_direct_scrape_when_prometheus_is_down(emulator: EmulatorSer
     time.sleep(2.0)
     s = src.collect([p], time.time())[p.key]
     assert s.prompt_tokens_rate.fresh(10) is not None and s.prompt_tokens_rate.value > 0
+    assert s.ttft_histogram is not None and s.ttft_histogram.total > 0  # bucket deltas between the scrapes
 
 
 def _closed_port() -> int:

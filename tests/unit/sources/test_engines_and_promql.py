@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autoscaler.policy import ENGINES as POLICY_ENGINES
-from autoscaler.sources.engines import ENGINES, SignalName, engine_metrics
+from autoscaler.sources.engines import ENGINES, EngineMetrics, MetricRef, SignalName, engine_metrics
 from autoscaler.sources.promql import FRESHNESS, REPLICAS, PromQLBuilder, promql_string, regex_literal
 
 from .helpers import msp
@@ -42,6 +42,37 @@ def test_queue_time_is_a_p90_over_buckets_summed_by_le() -> None:
                  '(rate(vllm:request_queue_time_seconds_bucket{model_name="m"}[1m])))')
 
 
+def test_histogram_buckets_are_increases_summed_by_le_namespace_and_model() -> None:
+    q = PromQLBuilder().bucket_query(engine_metrics("vllm"), SignalName.TTFT_P90, models=["a", "b"])
+    assert q == ('sum by (le, namespace, model_name) '
+                 '(increase(vllm:time_to_first_token_seconds_bucket{model_name=~"a|b"}[1m]))')
+
+
+def test_bucket_queries_keep_the_selector_window_and_or_alternatives() -> None:
+    engine = EngineMetrics("x", "model", {SignalName.QUEUE_TIME_P90: (
+        MetricRef("new_queue_seconds"), MetricRef("old_queue", (("kind", "queue"),)))})
+    q = PromQLBuilder(window="20s").bucket_query(engine, SignalName.QUEUE_TIME_P90, (("cluster", "c1"),), ["m"])
+    assert q == ('sum by (le, namespace, model) (increase(new_queue_seconds_bucket{cluster="c1",model="m"}[20s]))'
+                 ' or sum by (le, namespace, model) '
+                 '(increase(old_queue_bucket{kind="queue",cluster="c1",model="m"}[20s]))')
+
+
+def test_only_quantile_signals_have_bucket_queries() -> None:
+    b = PromQLBuilder()
+    assert b.bucket_query(engine_metrics("vllm"), SignalName.WAITING) is None
+    assert b.bucket_query(engine_metrics("tgi"), SignalName.TTFT_P90) is None
+    assert b.bucket_query(engine_metrics("tgi"), SignalName.QUEUE_TIME_P90) == (
+        "sum by (le, namespace) (increase(tgi_request_queue_duration_bucket[1m]))")
+
+
+def test_the_plan_fetches_buckets_for_quantile_signals_instead_of_a_server_side_p90() -> None:
+    plan = PromQLBuilder().plan([msp("m")], "http://prom:9090")
+    buckets = {q.signal: q.promql for q in plan.queries if q.shape == "buckets"}
+    assert set(buckets) == {SignalName.QUEUE_TIME_P90.value, SignalName.TTFT_P90.value}
+    assert all(q.startswith("sum by (le, ") and "increase(" in q for q in buckets.values())
+    assert not any("histogram_quantile" in q.promql for q in plan.queries)
+
+
 def test_signals_an_engine_lacks_have_no_query() -> None:
     assert PromQLBuilder().signal_query(engine_metrics("tgi"), SignalName.TTFT_P90) is None
 
@@ -55,7 +86,7 @@ def test_thousand_policies_sharing_a_selector_make_one_query_per_signal() -> Non
     policies = [msp(f"m{i}") for i in range(1000)]
     plan = PromQLBuilder().plan(policies, "http://prom:9090")
     assert len(plan.groups) == 1
-    assert len(plan.queries) == len(SignalName) + 1  # + freshness
+    assert len(plan.queries) == len(SignalName) + 1  # + freshness; p90s come from the bucket queries
     assert sum(q.signal == FRESHNESS for q in plan.queries) == 1
 
 

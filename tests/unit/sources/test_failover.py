@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import httpx
 import pytest
 
-from autoscaler.core.signals import MISSING, Measured, Signals
+from autoscaler.core.signals import MISSING, LatencyHistogram, Measured, Signals
 from autoscaler.sources.failover import FailoverMetricsSource, fresher, merge
 from autoscaler.sources.prom_api import PrometheusAPI
 from autoscaler.sources.prometheus import PrometheusMetricsSource
@@ -89,3 +90,28 @@ def test_fresher_prefers_present_then_younger() -> None:
     assert fresher(Measured(2, 1), Measured(1, 5)) == Measured(2, 1)
     merged = merge(Signals(waiting=Measured(1, 3)), Signals(waiting=Measured(2, 1), running=Measured(4, 9)))
     assert merged.waiting == Measured(2, 1) and merged.running == Measured(4, 9)
+
+
+def test_histograms_pass_through_and_the_fresher_present_one_wins() -> None:
+    old = LatencyHistogram((1.0, math.inf), (3.0, 4.0), 30.0)
+    new = LatencyHistogram((1.0, math.inf), (5.0, 9.0), 2.0)
+    merged = merge(Signals(queue_time_histogram=old, ttft_histogram=old), Signals(queue_time_histogram=new))
+    assert merged.queue_time_histogram == new and merged.ttft_histogram == old
+    assert merge(Signals(), Signals()).ttft_histogram is None
+
+
+def test_scrape_policies_get_the_scraped_histograms() -> None:
+    tel, _ = fresh_telemetry()
+    state = {"b": {"1.0": 1.0, "+Inf": 2.0}}
+
+    async def pod(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=vllm_text(queue_buckets=state["b"]))
+
+    prom = PrometheusMetricsSource("http://p", telemetry=tel)
+    scrape = ScrapeMetricsSource(lambda p: ["pod-a"], telemetry=tel, transport=httpx.MockTransport(pod))
+    src = FailoverMetricsSource(prom, scrape)
+    p = msp("m", source="scrape")
+    src.collect([p], T0)
+    state["b"] = {"1.0": 4.0, "+Inf": 6.0}
+    h = src.collect([p], T0 + 15)["default/m"].queue_time_histogram
+    assert h is not None and h.cumulative_counts == (3.0, 4.0)

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoscaler.core.signals import MISSING
+from autoscaler.sources.histogram import histogram_quantile
 from autoscaler.sources.prom_api import PrometheusAPI
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 
@@ -29,14 +30,26 @@ def source(answer: Answer, log: list[str] | None = None,
     return src, reg
 
 
+Buckets = list[tuple[str, str]]  # (le, cumulative increase) as Prometheus writes them
+
+
 def by_metric(values: dict[str, str], t: float = NOW, fresh_t: float | None = None,
-              models: tuple[str, ...] = ("m",), ns: str = "default") -> Answer:
-    """Answer each query with the value for the first metric name it mentions."""
+              models: tuple[str, ...] = ("m",), ns: str = "default",
+              buckets: dict[str, Buckets] | None = None) -> Answer:
+    """Answer each query with the value for the first metric name it mentions; bucket queries with one
+    series per `le` from `buckets` (default GOOD_BUCKETS)."""
+    hists = GOOD_BUCKETS if buckets is None else buckets
 
     def answer(q: str) -> httpx.Response:
         if q.startswith("max by") and "timestamp(" in q:
             ft = fresh_t if fresh_t is not None else t
             return json_response(vector(({"namespace": ns, "model_name": m}, t, str(ft)) for m in models))
+        if "_bucket" in q:
+            for name, bs in hists.items():
+                if name in q:
+                    return json_response(vector(({"namespace": ns, "model_name": m, "le": le}, t, c)
+                                                for m in models for le, c in bs))
+            return json_response(vector([]))
         for name, v in values.items():
             if name in q:
                 return json_response(vector(({"namespace": ns, "model_name": m}, t, v) for m in models))
@@ -48,7 +61,11 @@ def by_metric(values: dict[str, str], t: float = NOW, fresh_t: float | None = No
 GOOD = {
     "request_success": "2.5", "prompt_tokens": "1000", "generation_tokens": "200",
     "num_requests_running": "8", "num_requests_waiting": "3", "kv_cache_usage_perc": "0.4",
-    "request_queue_time": "0.7", "time_to_first_token": "1.2",
+}
+# p90 of queue time: rank 9 of 10 lies in (0.5, 1], 4/5 of the way: 0.9 s. TTFT: (1, 2], 9/10: 1.9 s.
+GOOD_BUCKETS: dict[str, Buckets] = {
+    "request_queue_time": [("0.5", "5"), ("1.0", "10"), ("+Inf", "10")],
+    "time_to_first_token": [("1.0", "0"), ("2.0", "10"), ("+Inf", "10")],
 }
 
 
@@ -60,7 +77,8 @@ def test_every_signal_is_read_with_its_value_and_age() -> None:
     assert s.generation_tokens_rate.value == 200
     assert s.running.value == 8 and s.waiting.value == 3
     assert s.kv_cache_usage.value == 0.4
-    assert s.queue_time_p90_seconds.value == 0.7 and s.ttft_p90_seconds.value == 1.2
+    assert s.queue_time_p90_seconds.value == pytest.approx(0.9) and s.ttft_p90_seconds.value == pytest.approx(1.9)
+    assert s.queue_time_p90_seconds.age_seconds == pytest.approx(4.0)
     assert s.waiting.age_seconds == pytest.approx(4.0)
     assert s.replicas is None  # the controller adds replica counts
 
@@ -104,8 +122,9 @@ def test_bad_numbers_are_dropped_and_counted(raw: str, kind: str) -> None:
     assert s.running.value == 8
 
 
-def test_nan_quantile_means_no_finished_request_and_is_not_an_error() -> None:
-    src, reg = source(by_metric({**GOOD, "request_queue_time": "NaN"}))
+def test_a_window_without_finished_requests_has_no_quantile_and_is_not_an_error() -> None:
+    empty = [("0.5", "0"), ("1.0", "0"), ("+Inf", "0")]
+    src, reg = source(by_metric(GOOD, buckets={**GOOD_BUCKETS, "request_queue_time": empty}))
     s = src.collect([msp("m")], NOW)["default/m"]
     assert s.queue_time_p90_seconds is MISSING
     assert error_count(reg, "prometheus", "non_finite") == 0
@@ -232,3 +251,134 @@ def test_values_are_never_invented_for_unknown_policies() -> None:
     out = src.collect([msp("m"), msp("n")], NOW)
     assert math.isfinite(out["default/m"].waiting.value or math.nan)
     assert out["default/n"].waiting is MISSING
+
+
+# --- latency histograms: one bucket query per histogram gives the histogram and its p90 ---------------
+
+INF = math.inf
+
+
+def bucket_rows(rows: list[tuple[dict[str, str], str]], t: float = NOW) -> Answer:
+    """GOOD values, fresh at `t`; the queue-time bucket query answers `rows` of (labels, value)."""
+    plain = by_metric(GOOD, t=t)
+
+    def answer(q: str) -> httpx.Response:
+        if "request_queue_time_seconds_bucket" in q:
+            return json_response(vector((labels, t, v) for labels, v in rows))
+        return plain(q)
+
+    return answer
+
+
+def le(value: str, model: str = "m", ns: str = "default") -> dict[str, str]:
+    return {"namespace": ns, "model_name": model, "le": value}
+
+
+def test_histogram_is_built_from_buckets_in_any_order_with_inf_and_the_freshness_age() -> None:
+    src, _ = source(by_metric(GOOD, fresh_t=NOW - 4, buckets={
+        "request_queue_time": [("+Inf", "10"), ("1.0", "10"), ("0.5", "5")],
+        "time_to_first_token": GOOD_BUCKETS["time_to_first_token"]}))
+    s = src.collect([msp("m")], NOW)["default/m"]
+    assert s.queue_time_histogram is not None and s.ttft_histogram is not None
+    assert s.queue_time_histogram.upper_bounds == (0.5, 1.0, INF)
+    assert s.queue_time_histogram.cumulative_counts == (5.0, 10.0, 10.0)
+    assert s.queue_time_histogram.age_seconds == pytest.approx(4.0)
+    assert s.ttft_histogram.total == 10 and s.ttft_histogram.share_within(1.5) == pytest.approx(0.5)
+
+
+def test_p90_is_histogram_quantile_of_the_same_buckets() -> None:
+    rows = [(le("0.3"), "7.3"), (le("0.5"), "11.1"), (le("0.8"), "19.7"), (le("+Inf"), "21.3")]
+    src, _ = source(bucket_rows(rows))
+    s = src.collect([msp("m")], NOW)["default/m"]
+    assert s.queue_time_p90_seconds.value == histogram_quantile(
+        0.9, [(0.3, 7.3), (0.5, 11.1), (0.8, 19.7), (INF, 21.3)])
+
+
+def test_each_model_gets_its_own_histogram_from_one_query() -> None:
+    rows = [(le(b, model), str(c * k)) for k, model in ((1, "a"), (3, "b")) for b, c in (("1", 2), ("+Inf", 4))]
+    log: list[str] = []
+    src, _ = source(bucket_rows(rows), log)
+    out = src.collect([msp("a"), msp("b")], NOW)
+    a, b = out["default/a"].queue_time_histogram, out["default/b"].queue_time_histogram
+    assert a is not None and b is not None
+    assert a.cumulative_counts == (2.0, 4.0) and b.cumulative_counts == (6.0, 12.0)
+    assert len(log) == 9 and sum("_bucket" in q for q in log) == 2
+
+
+def test_bucket_series_without_namespace_still_match_by_model() -> None:
+    src, _ = source(bucket_rows([(le("1", ns=""), "1"), (le("+Inf", ns=""), "2")]))
+    h = src.collect([msp("m", namespace="prod")], NOW)["prod/m"].queue_time_histogram
+    assert h is not None and h.total == 2
+
+
+def test_a_missing_middle_bucket_leaves_a_coarser_histogram() -> None:
+    src, _ = source(bucket_rows([(le("0.5"), "3"), (le("2.0"), "9"), (le("+Inf"), "10")]))
+    h = src.collect([msp("m")], NOW)["default/m"].queue_time_histogram
+    assert h is not None and h.upper_bounds == (0.5, 2.0, INF) and h.total == 10
+
+
+def test_without_the_inf_bucket_there_is_no_histogram_and_no_p90() -> None:
+    src, _ = source(bucket_rows([(le("0.5"), "3"), (le("1.0"), "9")]))
+    s = src.collect([msp("m")], NOW)["default/m"]
+    assert s.queue_time_histogram is None and s.queue_time_p90_seconds is MISSING
+
+
+def test_a_duplicated_bucket_makes_the_histogram_missing_and_is_counted() -> None:
+    rows = [(le("1.0"), "3"), (le("1.0"), "4"), (le("+Inf"), "9")]
+    src, reg = source(bucket_rows(rows))
+    s = src.collect([msp("m")], NOW)["default/m"]
+    assert s.queue_time_histogram is None and s.queue_time_p90_seconds is MISSING
+    assert error_count(reg, "prometheus", "duplicate_series") == 1
+
+
+def test_equal_bounds_written_differently_are_one_bucket() -> None:
+    src, reg = source(bucket_rows([(le("1"), "3"), (le("1.0"), "4"), (le("+Inf"), "9")]))
+    h = src.collect([msp("m")], NOW)["default/m"].queue_time_histogram
+    assert h is not None and h.upper_bounds == (1.0, INF) and h.cumulative_counts == (7.0, 9.0)
+    assert error_count(reg, "prometheus", "duplicate_series") == 0
+
+
+@pytest.mark.parametrize("raw, kind", [("NaN", "non_finite"), ("-2", "negative")])
+def test_a_bad_bucket_value_makes_the_histogram_missing_and_is_counted(raw: str, kind: str) -> None:
+    src, reg = source(bucket_rows([(le("1.0"), raw), (le("+Inf"), "9")]))
+    s = src.collect([msp("m")], NOW)["default/m"]
+    assert s.queue_time_histogram is None and s.queue_time_p90_seconds is MISSING
+    assert error_count(reg, "prometheus", kind) == 1
+
+
+def test_a_window_without_finished_requests_is_an_honest_empty_histogram() -> None:
+    src, _ = source(bucket_rows([(le("1.0"), "0"), (le("+Inf"), "0")]))
+    s = src.collect([msp("m")], NOW)["default/m"]
+    assert s.queue_time_histogram is not None and s.queue_time_histogram.total == 0
+    assert s.queue_time_p90_seconds is MISSING
+
+
+def test_a_model_absent_from_the_bucket_answer_has_no_histogram() -> None:
+    src, _ = source(bucket_rows([(le("1.0", "other"), "1"), (le("+Inf", "other"), "2")]))
+    assert src.collect([msp("m")], NOW)["default/m"].queue_time_histogram is None
+
+
+def test_a_failed_bucket_query_is_no_histogram_never_an_empty_one_while_p90_ages() -> None:
+    up = {"ok": True}
+    good = by_metric(GOOD)
+
+    def answer(q: str) -> httpx.Response:
+        if "_bucket" in q and not up["ok"]:
+            return httpx.Response(503, content=b"overloaded")
+        return good(q)
+
+    src, _ = source(answer)
+    p = msp("m")
+    assert src.collect([p], NOW)["default/m"].queue_time_histogram is not None
+    up["ok"] = False
+    s = src.collect([p], NOW + 20)["default/m"]
+    assert s.queue_time_histogram is None and s.ttft_histogram is None
+    assert s.queue_time_p90_seconds.value == pytest.approx(0.9)
+    assert s.queue_time_p90_seconds.age_seconds == pytest.approx(20)
+    assert src.failed_policies == {"default/m"}
+
+
+def test_engines_without_histograms_have_none() -> None:
+    src, _ = source(lambda q: json_response(vector([({"namespace": "default"}, NOW, "4")])))
+    s = src.collect([msp("t", engine="trtllm")], NOW)["default/t"]
+    assert s.ttft_histogram is None and s.queue_time_histogram is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import threading
 import time
@@ -93,6 +94,41 @@ def test_queue_p90_comes_from_bucket_increases_not_lifetime_totals() -> None:
     state["b"] = {"0.3": 1005.0, "1.0": 1005.0, "2.0": 1010.0, "+Inf": 1010.0}
     s = src.collect([msp("m")], T0 + 15)["default/m"]
     assert s.queue_time_p90_seconds.value == pytest.approx(1.8)
+
+
+def test_histogram_is_the_bucket_increases_over_the_window_summed_over_pods() -> None:
+    state = {"a": {"0.3": 100.0, "1.0": 100.0, "+Inf": 100.0}, "b": {"0.3": 7.0, "1.0": 8.0, "+Inf": 9.0}}
+    pages: Pages = {f"http://{pod}:8000/metrics": (lambda pod=pod: httpx.Response(  # type: ignore[misc]
+        200, text=vllm_text(queue_buckets=state[pod]))) for pod in ("a", "b")}
+    src, _ = make(pages, {"default/m": ["a", "b"]})
+    assert src.collect([msp("m")], T0)["default/m"].queue_time_histogram is None  # one scrape: no window yet
+    state["a"] = {"0.3": 104.0, "1.0": 106.0, "+Inf": 106.0}
+    state["b"] = {"0.3": 8.0, "1.0": 10.0, "+Inf": 12.0}
+    h = src.collect([msp("m")], T0 + 15)["default/m"].queue_time_histogram
+    assert h is not None
+    assert h.upper_bounds == (0.3, 1.0, math.inf) and h.cumulative_counts == (5.0, 8.0, 9.0)
+    assert h.age_seconds == 0
+
+
+def test_a_histogram_that_drops_was_reset_and_its_new_counts_are_the_increase() -> None:
+    state = {"b": {"0.3": 500.0, "1.0": 900.0, "+Inf": 1000.0}}
+    src, _ = make({"http://a:8000/metrics": lambda: httpx.Response(200, text=vllm_text(queue_buckets=state["b"]))},
+                  {"default/m": ["a"]})
+    src.collect([msp("m")], T0)
+    state["b"] = {"0.3": 510.0, "1.0": 915.0, "+Inf": 1020.0}
+    src.collect([msp("m")], T0 + 15)
+    state["b"] = {"0.3": 2.0, "1.0": 3.0, "+Inf": 4.0}  # the pod restarted
+    h = src.collect([msp("m")], T0 + 30)["default/m"].queue_time_histogram
+    assert h is not None and h.cumulative_counts == (12.0, 18.0, 24.0)
+
+
+def test_a_quiet_window_is_an_empty_histogram_not_a_missing_one() -> None:
+    b = {"0.3": 5.0, "+Inf": 6.0}
+    src, _ = make({"http://a:8000/metrics": text(vllm_text(queue_buckets=b))}, {"default/m": ["a"]})
+    src.collect([msp("m")], T0)
+    s = src.collect([msp("m")], T0 + 15)["default/m"]
+    assert s.queue_time_histogram is not None and s.queue_time_histogram.total == 0
+    assert s.queue_time_p90_seconds is MISSING
 
 
 def test_a_failing_pod_keeps_its_last_numbers_and_makes_the_signal_older() -> None:

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 
@@ -84,8 +84,8 @@ class ReplicaSnapshot:
 
 class _Replica:
     __slots__ = (
-        "dec", "e2e_h", "gen", "itl_carry", "itl_h", "kv_used", "last_t", "life", "load", "pf", "pf_end", "phase",
-        "prompt", "queue_h", "success", "ttft_h", "v", "version", "waiting",
+        "dec", "due", "e2e_h", "gen", "itl_carry", "itl_h", "kv_used", "last_t", "life", "pf", "pf_end", "phase",
+        "prompt", "queue_h", "slot", "success", "ttft_h", "v", "waiting",
     )
 
     def __init__(self, life: ReplicaLife, phase: str):
@@ -98,8 +98,8 @@ class _Replica:
         self.v = 0.0
         self.last_t = 0.0
         self.kv_used = 0
-        self.load = 0  # outstanding requests (waiting + admitted)
-        self.version = 0
+        self.slot = -1  # index in the fleet's serving list (and its outstanding-request counts), -1 if not serving
+        self.due = 0  # seq of the heap entry that is its next event (older entries are stale), 0 if none
         self.prompt = 0.0
         self.gen = 0.0
         self.success = 0
@@ -108,9 +108,6 @@ class _Replica:
         self.ttft_h = Histogram(TTFT_BUCKETS)
         self.e2e_h = Histogram(REQUEST_LATENCY_BUCKETS)
         self.itl_h = Histogram(ITL_BUCKETS)
-
-
-_by_load = attrgetter("load")
 
 
 class RequestFleet:
@@ -137,9 +134,12 @@ class RequestFleet:
         self._ttft: list[float] = [math.nan] * n
         self._next = 0
         self.now = 0.0
-        self._heap: list[tuple[float, int, int, object, int]] = []  # (t, seq, kind, obj, version)
+        # (t, seq, replica): the replica's next event if seq == replica.due; for a starting replica, it is
+        # ready; else stale (superseded by a later schedule, or the replica is gone)
+        self._heap: list[tuple[float, int, _Replica]] = []
         self._seq = 0
         self._serving: list[_Replica] = []
+        self._loads: list[int] = []  # outstanding requests (waiting + admitted) of each serving replica
         self._starting: list[_Replica] = []
         self._draining: list[_Replica] = []
         self._gateway: deque[int] = deque()
@@ -149,6 +149,8 @@ class RequestFleet:
         self._itl_a = serving.itl_base_seconds
         self._itl_b = serving.itl_per_sequence_seconds
         self._prefill_rate = serving.prefill_tokens_per_second
+        self._max_seqs = serving.max_num_seqs
+        self._kv_cap = serving.kv_cache_tokens
         # fleet totals (gone replicas included)
         self.prompt_total = 0.0
         self.gen_total = 0.0
@@ -157,7 +159,7 @@ class RequestFleet:
         self.ttft_h = Histogram(TTFT_BUCKETS)
         self.scale_events = 0
         for _ in range(initial_replicas):
-            self._serving.append(_Replica(self.lifecycle.add_ready(0.0), READY))
+            self._add_serving(_Replica(self.lifecycle.add_ready(0.0), READY))
 
     # ---- public API ---------------------------------------------------------------------------------
     @property
@@ -167,28 +169,223 @@ class RequestFleet:
     def advance(self, t_end: float) -> None:
         if t_end < self.now - _EPS:
             raise ValueError(f"time goes forward only: advance({t_end}) after {self.now}")
+        # The hot loop: arrivals (route, sync, admit, schedule) and replica events (prefill end, decode
+        # completions, admit, schedule) are inlined on local variables, with the arithmetic in the same order
+        # and at the same moments as the helper methods below, which serve the rare paths (scale-up/down,
+        # scrapes, the gateway). Counters live in locals and are written back (`_store`) before any call that
+        # reads or changes them. tests/unit/simulations/test_fleet_speed_pin.py pins the results.
         arr, heap = self._arr, self._heap
+        prompt, out, qt_l, ttft_l = self._prompt, self._out, self._qt, self._ttft
+        serving, loads, gateway = self._serving, self._loads, self._gateway
+        max_seqs, kv_cap = self._max_seqs, self._kv_cap
+        itl_a, itl_b, rate, detail = self._itl_a, self._itl_b, self._prefill_rate, self._detail
+        heappush, heappop = heapq.heappush, heapq.heappop
+        qh, th = self.queue_h, self.ttft_h
+        q_counts, q_bounds, t_counts, t_bounds = qh.counts, qh.bounds, th.counts, th.bounds
+        q_sum, q_count, t_sum, t_count = qh.sum, qh.count, th.sum, th.count
+        seq, in_flight = self._seq, self.in_flight
+        gen_total, prompt_total, success_total = self.gen_total, self.prompt_total, self.success_total
+        inf = math.inf
         n = len(arr)
         i = self._next
+        t_arr = arr[i] if i < n else inf
         while True:
-            t_arr = arr[i] if i < n else math.inf
-            t_ev = heap[0][0] if heap else math.inf
+            t_ev = heap[0][0] if heap else inf
             if t_arr <= t_ev:
+                # ---- an arrival (arrivals go first at equal times) ----
                 if t_arr > t_end:
                     break
-                self._arrive(i, t_arr)
-                i += 1
-            else:
-                if t_ev > t_end:
-                    break
-                t, _, kind, obj, version = heapq.heappop(heap)
-                if kind == 0:
-                    rep: _Replica = obj  # type: ignore[assignment]
-                    if version == rep.version and rep.phase != GONE:
-                        self._replica_event(rep, t)
+                t = t_arr
+                in_flight += 1
+                if not serving:
+                    gateway.append(i)
                 else:
-                    self._became_ready(obj, t)  # type: ignore[arg-type]
-        self._next = i
+                    # join the shortest queue (the first of equals, in serving order)
+                    k = loads.index(min(loads))
+                    loads[k] += 1
+                    rep = serving[k]
+                    pf, dec = rep.pf, rep.dec
+                    waiting = rep.waiting
+                    if len(pf) + len(dec) < max_seqs:
+                        # sync: decode progress up to t (none while a prefill runs)
+                        if pf:
+                            prefilling = True
+                        else:
+                            prefilling = False
+                            if dec:
+                                dt = t - rep.last_t
+                                if dt > 0:
+                                    b = len(dec)
+                                    itl = itl_a + itl_b * b
+                                    dv = dt / itl
+                                    rep.v += dv
+                                    tokens = dv * b
+                                    rep.gen += tokens
+                                    gen_total += tokens
+                                    if detail:
+                                        carry = rep.itl_carry + tokens
+                                        whole = int(carry)
+                                        if whole:
+                                            rep.itl_h.observe(itl, whole)
+                                        rep.itl_carry = carry - whole
+                        rep.last_t = t
+                        # admit
+                        kv_used = rep.kv_used
+                        if waiting:  # behind requests that wait for KV room
+                            waiting.append(i)
+                            admitted = False
+                            while waiting and len(pf) + len(dec) < max_seqs:
+                                j = waiting[0]
+                                need = prompt[j] + out[j]
+                                if kv_used + need > kv_cap and (pf or dec):
+                                    break
+                                waiting.popleft()
+                                kv_used += need
+                                qt_l[j] = t - arr[j]
+                                pf.append(j)
+                                admitted = True
+                            rep.kv_used = kv_used
+                        else:
+                            need = prompt[i] + out[i]
+                            if kv_used + need > kv_cap and (pf or dec):
+                                waiting.append(i)
+                                admitted = False
+                            else:
+                                rep.kv_used = kv_used + need
+                                qt_l[i] = 0.0  # t - arr[i]
+                                pf.append(i)
+                                admitted = True
+                        # schedule: a prefill under way ends when it would have (its event stays valid);
+                        # otherwise the new head of the prefill queue starts now
+                        if admitted and not prefilling:
+                            at = rep.pf_end = t + prompt[pf[0]] / rate
+                            seq += 1
+                            rep.due = seq
+                            heappush(heap, (at, seq, rep))
+                    else:
+                        waiting.append(i)
+                i += 1
+                t_arr = arr[i] if i < n else inf
+                continue
+
+            # ---- a replica event ----
+            if t_ev > t_end:
+                break
+            t, s, rep = heappop(heap)
+            if s != rep.due:
+                if rep.phase == STARTING:
+                    self._store(i, seq, in_flight, gen_total, prompt_total, success_total, q_sum, q_count, t_sum,
+                                t_count)
+                    self._became_ready(rep, t)
+                    seq, in_flight, gen_total = self._seq, self.in_flight, self.gen_total
+                continue  # else stale
+            pf, dec = rep.pf, rep.dec
+            # sync
+            if dec and not pf:
+                dt = t - rep.last_t
+                if dt > 0:
+                    b = len(dec)
+                    itl = itl_a + itl_b * b
+                    dv = dt / itl
+                    rep.v += dv
+                    tokens = dv * b
+                    rep.gen += tokens
+                    gen_total += tokens
+                    if detail:
+                        carry = rep.itl_carry + tokens
+                        whole = int(carry)
+                        if whole:
+                            rep.itl_h.observe(itl, whole)
+                        rep.itl_carry = carry - whole
+            rep.last_t = t
+            if pf:
+                pf_end = rep.pf_end
+                if pf_end is not None and pf_end <= t + _EPS:
+                    # prefill done: the first token
+                    j = pf.popleft()
+                    rep.pf_end = None
+                    ttft = t - arr[j]
+                    ttft_l[j] = ttft
+                    p = prompt[j]
+                    rep.prompt += p
+                    rep.gen += 1
+                    prompt_total += p
+                    gen_total += 1
+                    t_counts[bisect_left(t_bounds, ttft)] += 1
+                    t_sum += ttft
+                    t_count += 1
+                    if detail:
+                        rep.ttft_h.observe(ttft)
+                    if out[j] > 1:
+                        heappush(dec, (rep.v + out[j] - 1, j))
+                    else:  # finished at the first token
+                        rep.kv_used -= p + out[j]
+                        slot = rep.slot
+                        if slot >= 0:
+                            loads[slot] -= 1
+                        rep.success += 1
+                        in_flight -= 1
+                        success_total += 1
+                        qt = qt_l[j]
+                        q_counts[bisect_left(q_bounds, qt)] += 1
+                        q_sum += qt
+                        q_count += 1
+                        if detail:
+                            rep.queue_h.observe(qt)
+                            rep.e2e_h.observe(t - arr[j])
+            else:
+                v_done = rep.v + 1e-6
+                slot = rep.slot
+                while dec and dec[0][0] <= v_done:
+                    j = heappop(dec)[1]
+                    # finish
+                    rep.kv_used -= prompt[j] + out[j]
+                    if slot >= 0:
+                        loads[slot] -= 1
+                    rep.success += 1
+                    in_flight -= 1
+                    success_total += 1
+                    qt = qt_l[j]
+                    q_counts[bisect_left(q_bounds, qt)] += 1
+                    q_sum += qt
+                    q_count += 1
+                    if detail:
+                        rep.queue_h.observe(qt)
+                        rep.e2e_h.observe(t - arr[j])
+            waiting = rep.waiting
+            if waiting:
+                # admit
+                kv_used = rep.kv_used
+                while waiting and len(pf) + len(dec) < max_seqs:
+                    j = waiting[0]
+                    need = prompt[j] + out[j]
+                    if kv_used + need > kv_cap and (pf or dec):
+                        break
+                    waiting.popleft()
+                    kv_used += need
+                    qt_l[j] = t - arr[j]
+                    pf.append(j)
+                rep.kv_used = kv_used
+            # schedule
+            if pf:
+                pf_end = rep.pf_end
+                if pf_end is None:
+                    pf_end = rep.pf_end = t + prompt[pf[0]] / rate
+                at = pf_end
+            elif dec:
+                left = dec[0][0] - rep.v
+                at = t + (left if left > 0 else 0.0) * (itl_a + itl_b * len(dec))
+            else:
+                if rep.phase == DRAINING:
+                    self._store(i, seq, in_flight, gen_total, prompt_total, success_total, q_sum, q_count, t_sum,
+                                t_count)
+                    self._gone(rep, t)
+                    seq = self._seq
+                continue
+            seq += 1
+            rep.due = seq
+            heappush(heap, (at, seq, rep))
+        self._store(i, seq, in_flight, gen_total, prompt_total, success_total, q_sum, q_count, t_sum, t_count)
         self.now = max(self.now, t_end)
 
     def set_target(self, replicas: int, t: float) -> None:
@@ -204,7 +401,7 @@ class RequestFleet:
             rep = _Replica(life, STARTING)
             self._starting.append(rep)
             if math.isfinite(life.ready_at):
-                self._push(life.ready_at, 1, rep, 0)
+                self._push_ready(life.ready_at, rep)
             active += 1
         while active > replicas:
             if self._starting:
@@ -212,8 +409,8 @@ class RequestFleet:
                 rep.phase = GONE
                 self.lifecycle.cancel(rep.life, t)
             else:
-                rep = min(self._serving, key=_by_load)
-                self._serving.remove(rep)
+                loads = self._loads
+                rep = self._remove_serving(loads.index(min(loads)))  # the least loaded (first of equals)
                 self._drain(rep, t)
             active -= 1
         self._placed_late()
@@ -280,9 +477,30 @@ class RequestFleet:
         return np.asarray(self.trace.arrival_s[~(ttft <= slo_ttft_seconds)])
 
     # ---- internals --------------------------------------------------------------------------------
-    def _push(self, t: float, kind: int, obj: object, version: int) -> None:
+    def _store(self, i: int, seq: int, in_flight: int, gen_total: float, prompt_total: float, success_total: int,
+               q_sum: float, q_count: int, t_sum: float, t_count: int) -> None:
+        """Write back what `advance` keeps in locals."""
+        self._next, self._seq, self.in_flight = i, seq, in_flight
+        self.gen_total, self.prompt_total, self.success_total = gen_total, prompt_total, success_total
+        qh, th = self.queue_h, self.ttft_h
+        qh.sum, qh.count, th.sum, th.count = q_sum, q_count, t_sum, t_count
+
+    def _push_ready(self, t: float, rep: _Replica) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, obj, version))
+        heapq.heappush(self._heap, (t, self._seq, rep))
+
+    def _add_serving(self, rep: _Replica) -> None:
+        rep.slot = len(self._serving)
+        self._serving.append(rep)
+        self._loads.append(0)
+
+    def _remove_serving(self, k: int) -> _Replica:
+        rep = self._serving.pop(k)
+        del self._loads[k]
+        rep.slot = -1
+        for slot in range(k, len(self._serving)):
+            self._serving[slot].slot = slot
+        return rep
 
     def _placed_late(self) -> None:
         placed = self.lifecycle.newly_placed
@@ -291,7 +509,7 @@ class RequestFleet:
             for life in placed:
                 rep = by_life.get(id(life))
                 if rep is not None:
-                    self._push(life.ready_at, 1, rep, 0)
+                    self._push_ready(life.ready_at, rep)
             placed.clear()
 
     def _became_ready(self, rep: _Replica, t: float) -> None:
@@ -300,7 +518,7 @@ class RequestFleet:
         self._starting.remove(rep)
         rep.phase = READY
         rep.last_t = t
-        self._serving.append(rep)
+        self._add_serving(rep)
         gateway = self._gateway
         while gateway:
             self._route(gateway.popleft(), t)
@@ -310,7 +528,6 @@ class RequestFleet:
         rep.phase = DRAINING
         requeue = list(rep.waiting)
         rep.waiting.clear()
-        rep.load -= len(requeue)
         for i in requeue:
             self._route(i, t)
         if rep.pf or rep.dec:
@@ -320,27 +537,26 @@ class RequestFleet:
 
     def _gone(self, rep: _Replica, t: float) -> None:
         rep.phase = GONE
-        rep.version += 1
+        rep.due = 0
         if rep in self._draining:
             self._draining.remove(rep)
         self.lifecycle.gone(rep.life, t)
         self._placed_late()
 
-    def _arrive(self, i: int, t: float) -> None:
-        self.in_flight += 1
-        self._route(i, t)
-
     def _route(self, i: int, t: float) -> None:
         if not self._serving:
             self._gateway.append(i)
             return
-        rep = min(self._serving, key=_by_load)
-        rep.load += 1
+        loads = self._loads
+        k = loads.index(min(loads))
+        loads[k] += 1
+        rep = self._serving[k]
         rep.waiting.append(i)
-        if len(rep.pf) + len(rep.dec) < self.serving.max_num_seqs:
+        if len(rep.pf) + len(rep.dec) < self._max_seqs:
+            prefilling = bool(rep.pf)  # if so, its end stays the next event
             self._sync(rep, t)
-            if self._admit(rep, t):
-                self._schedule(rep, t)
+            if self._admit(rep, t) and not prefilling:
+                self._start_prefill(rep, t)
 
     def _sync(self, rep: _Replica, t: float) -> None:
         """Bring the replica's decode progress up to t (decode runs only while no prefill runs)."""
@@ -379,61 +595,9 @@ class RequestFleet:
             admitted = True
         return admitted
 
-    def _schedule(self, rep: _Replica, t: float) -> None:
-        version = rep.version = rep.version + 1
-        if rep.pf:
-            if rep.pf_end is None:
-                rep.pf_end = t + self._prompt[rep.pf[0]] / self._prefill_rate
-            at = rep.pf_end
-        elif rep.dec:
-            dec = rep.dec
-            left = dec[0][0] - rep.v
-            at = t + (left if left > 0 else 0.0) * (self._itl_a + self._itl_b * len(dec))
-        else:
-            return
+    def _start_prefill(self, rep: _Replica, t: float) -> None:
+        """The head of the prefill queue starts now: its end is the replica's next event."""
+        at = rep.pf_end = t + self._prompt[rep.pf[0]] / self._prefill_rate
         self._seq += 1
-        heapq.heappush(self._heap, (at, self._seq, 0, rep, version))
-
-    def _replica_event(self, rep: _Replica, t: float) -> None:
-        self._sync(rep, t)
-        if rep.pf:
-            if rep.pf_end is not None and rep.pf_end <= t + _EPS:
-                i = rep.pf.popleft()
-                rep.pf_end = None
-                ttft = t - self._arr[i]
-                self._ttft[i] = ttft
-                p = self._prompt[i]
-                rep.prompt += p
-                rep.gen += 1
-                self.prompt_total += p
-                self.gen_total += 1
-                self.ttft_h.observe(ttft)
-                if self._detail:
-                    rep.ttft_h.observe(ttft)
-                if self._out[i] <= 1:
-                    self._finish(rep, i, t)
-                else:
-                    heapq.heappush(rep.dec, (rep.v + self._out[i] - 1, i))
-        else:
-            dec = rep.dec
-            while dec and dec[0][0] <= rep.v + 1e-6:
-                _, i = heapq.heappop(dec)
-                self._finish(rep, i, t)
-        if rep.waiting:
-            self._admit(rep, t)
-        if rep.phase == DRAINING and not rep.pf and not rep.dec:
-            self._gone(rep, t)
-            return
-        self._schedule(rep, t)
-
-    def _finish(self, rep: _Replica, i: int, t: float) -> None:
-        rep.kv_used -= self._prompt[i] + self._out[i]
-        rep.load -= 1
-        rep.success += 1
-        self.in_flight -= 1
-        self.success_total += 1
-        qt = self._qt[i]
-        self.queue_h.observe(qt)
-        if self._detail:
-            rep.queue_h.observe(qt)
-            rep.e2e_h.observe(t - self._arr[i])
+        rep.due = self._seq
+        heapq.heappush(self._heap, (at, self._seq, rep))

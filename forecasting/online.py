@@ -62,6 +62,7 @@ class _Layout:
 
     horizons: np.ndarray  # tracked horizons in buckets, ascending
     horizons_key: tuple[int, ...]
+    origin_rows: np.ndarray  # -horizons: the rows of `past` holding the forecast origins
     history_steps: int
     past_shape: tuple[int, int]
     errors_shape: tuple[int, int, int]
@@ -90,6 +91,7 @@ def _layout_of(config: ForecastConfig) -> _Layout:
     return _Layout(
         frozen(np.array(key, dtype=int)),
         key,
+        frozen(-np.array(key, dtype=int)),
         config.history_steps,
         (key[-1], PAST_COLUMNS),
         (config.error_samples, len(MODEL_METHODS), len(key)),
@@ -221,8 +223,8 @@ def _close_bucket(
     errors = s.errors
     holt, seasonal = s.holt, s.seasonal
     if record_errors and s.last_refit_index is not None:
-        row = np.full((len(MODEL_METHODS), len(hs)), np.nan)
-        origins = s.past[-hs]  # value and model states after closing bucket j - h, for each tracked h
+        row = np.full((len(MODEL_METHODS), len(hs)), np.nan, dtype=errors.dtype)  # rounded as stored
+        origins = s.past[layout.origin_rows]  # value and model states after closing bucket j - h, per h
         row[LAST] = y - origins[:, 0]
         if holt is not None:
             row[HOLT] = y - (origins[:, 1] + origins[:, 2] * _trend_weights(holt.phi, layout.horizons_key))
@@ -235,19 +237,14 @@ def _close_bucket(
                 row[SNAIVE] = y - s.history.get(j - lags[0])
             else:
                 row[SNAIVE] = [y - s.history.get(j - lag) for lag in lags]
-        new_errors = np.empty_like(errors)
-        new_errors[:-1] = errors[1:]
-        new_errors[-1] = row
-        errors = frozen(new_errors)
-    past = np.empty_like(s.past)
-    past[:-1] = s.past[1:]
-    past[-1] = np.nan
-    past[-1, 0] = y
+        errors = frozen(np.concatenate((errors[1:], row[None])))
     holt, seasonal = _step_models(s, y)
+    newest = [y, math.nan, math.nan, math.nan, math.nan]
     if holt is not None:
-        past[-1, 1:3] = holt.level, holt.trend
+        newest[1:3] = holt.level, holt.trend
     if seasonal is not None:
-        past[-1, 3:5] = seasonal.holt.level, seasonal.holt.trend
+        newest[3:5] = seasonal.holt.level, seasonal.holt.trend
+    past = np.concatenate((s.past[1:], [newest]))
     return ForecastState(
         s.history.append(y),
         s.bucket_index,

@@ -32,8 +32,12 @@ from forecasting.online import (
     WIDE_BAND_RELATIVE,
     _close_bucket,
     _fits,
+    _holt_step,
+    _layout,
+    _snaive_lags,
+    _trend_weights,
 )
-from forecasting.state import MODEL_METHODS
+from forecasting.state import MODEL_METHODS, SeasonalState, frozen
 
 from .synthetic import daily_series
 
@@ -150,6 +154,60 @@ def _reference_predict(
     return point_value, {q: result[q] for q in qs}, name
 
 
+def _reference_close_bucket(
+    config: ForecastConfig, s: ForecastState, y: float, *, record_errors: bool
+) -> ForecastState:
+    """_close_bucket as it was before its rings were rebuilt with np.concatenate."""
+    j = s.history.end_index
+    layout = _layout(config)
+    hs = layout.horizons
+    errors = s.errors
+    holt, seasonal = s.holt, s.seasonal
+    if record_errors and s.last_refit_index is not None:
+        row = np.full((len(MODEL_METHODS), len(hs)), np.nan)
+        origins = s.past[-hs]
+        row[LAST] = y - origins[:, 0]
+        if holt is not None:
+            row[HOLT] = y - (origins[:, 1] + origins[:, 2] * _trend_weights(holt.phi, layout.horizons_key))
+        if seasonal is not None:
+            f = origins[:, 3] + origins[:, 4] * _trend_weights(seasonal.holt.phi, layout.horizons_key)
+            row[SEASONAL] = y - (f + seasonal.profile[j % seasonal.period_steps])
+        if s.period_steps is not None:
+            lags = _snaive_lags(s.period_steps, layout.horizons_key)
+            if len(lags) == 1:
+                row[SNAIVE] = y - s.history.get(j - lags[0])
+            else:
+                row[SNAIVE] = [y - s.history.get(j - lag) for lag in lags]
+        new_errors = np.empty_like(errors)
+        new_errors[:-1] = errors[1:]
+        new_errors[-1] = row
+        errors = frozen(new_errors)
+    past = np.empty_like(s.past)
+    past[:-1] = s.past[1:]
+    past[-1] = np.nan
+    past[-1, 0] = y
+    if holt is not None:
+        holt = _holt_step(holt, y)
+        past[-1, 1:3] = holt.level, holt.trend
+    if seasonal is not None:
+        sh = _holt_step(seasonal.holt, y - seasonal.profile[j % seasonal.period_steps])
+        seasonal = SeasonalState(seasonal.period_steps, seasonal.profile, sh)
+        past[-1, 3:5] = sh.level, sh.trend
+    return ForecastState(
+        s.history.append(y),
+        s.bucket_index,
+        s.bucket_sum,
+        s.bucket_count,
+        s.last_t_seconds,
+        s.last_refit_index,
+        s.period_steps,
+        holt,
+        seasonal,
+        frozen(past),
+        errors,
+    )
+
+
 # --- seeded states -------------------------------------------------------------------------------------
 
 
@@ -239,3 +297,18 @@ def test_the_seeded_states_exercise_every_method() -> None:
         for horizon in HORIZONS
     }
     assert chosen == set(MODEL_METHODS)
+
+
+@pytest.mark.parametrize(("name", "config", "state"), STATES, ids=[name for name, _, _ in STATES])
+def test_closing_a_bucket_matches_the_reference_exactly(
+    name: str, config: ForecastConfig, state: ForecastState
+) -> None:
+    for y in (0.0, 17.25, 1234.5):
+        for record_errors in (True, False):
+            got = _close_bucket(config, state, y, record_errors=record_errors)
+            want = _reference_close_bucket(config, state, y, record_errors=record_errors)
+            assert got.to_dict(significant_digits=None) == want.to_dict(significant_digits=None)  # NaN-safe
+            assert np.array_equal(got.errors, want.errors, equal_nan=True)
+            assert np.array_equal(got.past, want.past, equal_nan=True)
+            assert got.errors.dtype == state.errors.dtype and not got.errors.flags.writeable
+            assert not got.past.flags.writeable

@@ -144,7 +144,6 @@ class RequestFleet:
         self._draining: list[_Replica] = []
         self._gateway: deque[int] = deque()
         self.target = initial_replicas
-        self.in_flight = 0  # outstanding requests fleet-wide, gateway included (what KPA counts)
         self._detail = per_replica_histograms
         self._itl_a = serving.itl_base_seconds
         self._itl_b = serving.itl_per_sequence_seconds
@@ -166,6 +165,11 @@ class RequestFleet:
     def ready_replicas(self) -> int:
         return len(self._serving)
 
+    @property
+    def in_flight(self) -> int:
+        """Outstanding requests fleet-wide, gateway included (what KPA counts): arrived and not finished."""
+        return self._next - self.success_total
+
     def advance(self, t_end: float) -> None:
         if t_end < self.now - _EPS:
             raise ValueError(f"time goes forward only: advance({t_end}) after {self.now}")
@@ -179,11 +183,11 @@ class RequestFleet:
         serving, loads, gateway = self._serving, self._loads, self._gateway
         max_seqs, kv_cap = self._max_seqs, self._kv_cap
         itl_a, itl_b, rate, detail = self._itl_a, self._itl_b, self._prefill_rate, self._detail
-        heappush, heappop = heapq.heappush, heapq.heappop
+        heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
         qh, th = self.queue_h, self.ttft_h
         q_counts, q_bounds, t_counts, t_bounds = qh.counts, qh.bounds, th.counts, th.bounds
         q_sum, q_count, t_sum, t_count = qh.sum, qh.count, th.sum, th.count
-        seq, in_flight = self._seq, self.in_flight
+        seq = self._seq
         gen_total, prompt_total, success_total = self.gen_total, self.prompt_total, self.success_total
         inf = math.inf
         n = len(arr)
@@ -196,7 +200,6 @@ class RequestFleet:
                 if t_arr > t_end:
                     break
                 t = t_arr
-                in_flight += 1
                 if not serving:
                     gateway.append(i)
                 else:
@@ -271,13 +274,15 @@ class RequestFleet:
             # ---- a replica event ----
             if t_ev > t_end:
                 break
-            t, s, rep = heappop(heap)
+            # The entry stays on the heap while the event is handled (nothing else touches the heap meanwhile)
+            # and is replaced by the replica's next event in one sift: the same order as pop, then push.
+            t, s, rep = heap[0]
             if s != rep.due:
+                heappop(heap)
                 if rep.phase == STARTING:
-                    self._store(i, seq, in_flight, gen_total, prompt_total, success_total, q_sum, q_count, t_sum,
-                                t_count)
+                    self._store(i, seq, gen_total, prompt_total, success_total, q_sum, q_count, t_sum, t_count)
                     self._became_ready(rep, t)
-                    seq, in_flight, gen_total = self._seq, self.in_flight, self.gen_total
+                    seq, gen_total = self._seq, self.gen_total
                 continue  # else stale
             pf, dec = rep.pf, rep.dec
             # sync
@@ -324,7 +329,6 @@ class RequestFleet:
                         if slot >= 0:
                             loads[slot] -= 1
                         rep.success += 1
-                        in_flight -= 1
                         success_total += 1
                         qt = qt_l[j]
                         q_counts[bisect_left(q_bounds, qt)] += 1
@@ -343,7 +347,6 @@ class RequestFleet:
                     if slot >= 0:
                         loads[slot] -= 1
                     rep.success += 1
-                    in_flight -= 1
                     success_total += 1
                     qt = qt_l[j]
                     q_counts[bisect_left(q_bounds, qt)] += 1
@@ -376,16 +379,16 @@ class RequestFleet:
                 left = dec[0][0] - rep.v
                 at = t + (left if left > 0 else 0.0) * (itl_a + itl_b * len(dec))
             else:
+                heappop(heap)
                 if rep.phase == DRAINING:
-                    self._store(i, seq, in_flight, gen_total, prompt_total, success_total, q_sum, q_count, t_sum,
-                                t_count)
+                    self._store(i, seq, gen_total, prompt_total, success_total, q_sum, q_count, t_sum, t_count)
                     self._gone(rep, t)
                     seq = self._seq
                 continue
             seq += 1
             rep.due = seq
-            heappush(heap, (at, seq, rep))
-        self._store(i, seq, in_flight, gen_total, prompt_total, success_total, q_sum, q_count, t_sum, t_count)
+            heapreplace(heap, (at, seq, rep))
+        self._store(i, seq, gen_total, prompt_total, success_total, q_sum, q_count, t_sum, t_count)
         self.now = max(self.now, t_end)
 
     def set_target(self, replicas: int, t: float) -> None:
@@ -477,10 +480,10 @@ class RequestFleet:
         return np.asarray(self.trace.arrival_s[~(ttft <= slo_ttft_seconds)])
 
     # ---- internals --------------------------------------------------------------------------------
-    def _store(self, i: int, seq: int, in_flight: int, gen_total: float, prompt_total: float, success_total: int,
-               q_sum: float, q_count: int, t_sum: float, t_count: int) -> None:
+    def _store(self, i: int, seq: int, gen_total: float, prompt_total: float, success_total: int, q_sum: float,
+               q_count: int, t_sum: float, t_count: int) -> None:
         """Write back what `advance` keeps in locals."""
-        self._next, self._seq, self.in_flight = i, seq, in_flight
+        self._next, self._seq = i, seq
         self.gen_total, self.prompt_total, self.success_total = gen_total, prompt_total, success_total
         qh, th = self.queue_h, self.ttft_h
         qh.sum, qh.count, th.sum, th.count = q_sum, q_count, t_sum, t_count

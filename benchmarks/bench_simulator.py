@@ -2,7 +2,8 @@
 replay at 1-s resolution with a 10-s control interval (target < 60 s). Wall time of the replay itself;
 loading and generating the workload is reported apart.
 
-Run: `python benchmarks/bench_simulator.py [--skip-fluid]`.
+Run: `python benchmarks/bench_simulator.py [--skip-fluid] [--repeat N]`. With `--repeat N` each replay runs N times
+and the fastest is reported (on a shared machine one run can be 1.5x slower than the next).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from simulations.scenario import build_workload, load_scenario
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-fluid", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="replay each case N times, report the fastest")
     args = ap.parse_args()
     spec = load_policy_file(default_policy_file())[0].spec
     m = machine()
     table = Table(title=f"simulator speed ({m['cpus']} CPUs, Python {m['python']})")
-    for col in ("replay", "requests", "decisions", "load s", "replay s", "target"):
+    for col in ("replay", "requests", "decisions", "load s", "replay s", "requests/s", "target"):
         table.add_column(col, justify="left" if col == "replay" else "right")
     cases = [("azure-code", 2.0, None), ("azure-conv", 2.0, None)]
     if not args.skip_fluid:
@@ -39,12 +41,16 @@ def main() -> None:
         load_s = time.perf_counter() - t0
         ours = Ours(spec, interval_seconds=interval)
         res = run(sc, wl, ours)
+        for _ in range(args.repeat - 1):
+            again = run(sc, wl, Ours(spec, interval_seconds=interval))
+            res = again if again.wall_seconds < res.wall_seconds else res
         ticks = int(wl.duration_seconds / ours.interval_seconds)
         days = wl.duration_seconds / 86400
         kind = "request-level 1 h" if sc.fidelity == "request" else f"fluid {days:.0f} d, 1-s bins"
         ok = "[green]met[/]" if res.wall_seconds < target else "[red]missed[/]"
         table.add_row(f"{name} ({kind}, ours every {ours.interval_seconds:g} s)", f"{res.outcome.requests:,.0f}",
-                      f"{ticks:,}", f"{load_s:.1f}", f"{res.wall_seconds:.2f}", f"< {target:g} s {ok}")
+                      f"{ticks:,}", f"{load_s:.1f}", f"{res.wall_seconds:.2f}",
+                      f"{res.outcome.requests / res.wall_seconds:,.0f}", f"< {target:g} s {ok}")
     Console().print(table)
 
 

@@ -189,10 +189,12 @@ def test_flash_crowd_drill(workspace: Callable[[str], Workspace]) -> None:
     assert READY_DELAY + WARMUP_TOLERANCE[0] <= warm <= READY_DELAY + WARMUP_TOLERANCE[1], warm_samples
     est = learned["warmup/default"]["medianSeconds"]
     assert abs(est - READY_DELAY) < abs(PRIOR_WARMUP - READY_DELAY), learned  # moved from the prior to the truth
-    # Pods that triggered a node waited one whole boot; pods created later land on that node sooner.
+    # Pods that triggered a node waited one whole boot; pods created later land on that node sooner, and a
+    # pod that found the first new node full waits for the next one (the provisioner adds them in turn).
     assert node_samples, "no pod was observed waiting for a new node"
-    slowest = max(node_samples)
-    assert NODE_BOOT + NODE_TOLERANCE[0] <= slowest <= NODE_BOOT + NODE_TOLERANCE[1], node_samples
+    lo, hi = NODE_BOOT + NODE_TOLERANCE[0], NODE_BOOT + NODE_TOLERANCE[1]
+    assert any(lo <= x <= hi for x in node_samples), node_samples
+    assert max(node_samples) <= 2 * NODE_BOOT + NODE_TOLERANCE[1], node_samples
 
     # 3. No scale-down while the burst lasts, nor within the stabilization window of a higher recommendation.
     assert downs, f"never scaled down after the burst: {series}"

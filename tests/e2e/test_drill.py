@@ -192,9 +192,12 @@ def test_flash_crowd_drill(workspace: Callable[[str], Workspace]) -> None:
     # Pods that triggered a node waited one whole boot; pods created later land on that node sooner, and a
     # pod that found the first new node full waits for the next one (the provisioner adds them in turn).
     assert node_samples, "no pod was observed waiting for a new node"
+    # So individual samples spread (and a loaded 2-core machine adds seconds); what the controller learns
+    # is a robust statistic of them, and that is what must match the configured boot.
     lo, hi = NODE_BOOT + NODE_TOLERANCE[0], NODE_BOOT + NODE_TOLERANCE[1]
     assert any(lo <= x <= hi for x in node_samples), node_samples
-    assert max(node_samples) <= 2 * NODE_BOOT + NODE_TOLERANCE[1], node_samples
+    node_est = learned["node_provisioning/default"]["medianSeconds"]
+    assert lo <= node_est <= hi, (node_est, node_samples, learned)
 
     # 3. No scale-down while the burst lasts, nor within the stabilization window of a higher recommendation.
     assert downs, f"never scaled down after the burst: {series}"

@@ -25,9 +25,8 @@ from autoscaler.sources.histogram import quantile_of
 from autoscaler.sources.prom_api import PrometheusAPI
 from simulations.trace import Trace
 from simulations.trace_loaders import load_azure_csv
+from tests.prometheus_server import PrometheusProcess, require_binary
 from tests.unit.sources.helpers import msp
-
-from .conftest import PrometheusProcess, require_binary
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]

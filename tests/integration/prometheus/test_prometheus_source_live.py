@@ -225,7 +225,7 @@ def test_failover_to_direct_scrape_when_prometheus_is_down(emulator: EmulatorSer
 
 
 def _closed_port() -> int:
-    from .conftest import free_port
+    from tests.prometheus_server import free_port
 
     port = free_port()
     with pytest.raises(httpx.ConnectError):

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autoscaler.core import ClusterFacts, ReplicaCounts, StageObservation
+from autoscaler.core import ReplicaCounts
 from simulations.histograms import (
     ITL_BUCKETS,
     REQUEST_LATENCY_BUCKETS,
@@ -53,7 +53,7 @@ from simulations.histograms import (
     Histogram,
     HistogramSnapshot,
 )
-from simulations.lifecycle import Lifecycle, ReplicaLife
+from simulations.lifecycle import Lifecycle, LifecycleFacts, ReplicaLife
 from simulations.outcome import Outcome, outcome_from_requests
 from simulations.profiles import ClusterSpec, ColdStartProfile, ServingProfile
 from simulations.sample import FleetSample
@@ -110,7 +110,7 @@ class _Replica:
         self.itl_h = Histogram(ITL_BUCKETS)
 
 
-class RequestFleet:
+class RequestFleet(LifecycleFacts):
     def __init__(
         self,
         trace: Trace,
@@ -425,15 +425,6 @@ class RequestFleet:
             starting=self.lifecycle.starting_view([r.life for r in self._starting], t),
             terminating=len(self._draining),
         )
-
-    def cluster_facts(self, t: float) -> ClusterFacts:
-        return self.lifecycle.cluster_facts(t)
-
-    def take_observations(self, t: float) -> tuple[StageObservation, ...]:
-        return self.lifecycle.take_observations(t)
-
-    def gpu_seconds(self, t: float | None = None) -> float:
-        return self.lifecycle.gpu_seconds(self.now if t is None else t)
 
     def replica_snapshots(self, t: float) -> list[ReplicaSnapshot]:
         """Replicas that serve /metrics now (ready and draining), brought up to time t."""

@@ -25,9 +25,9 @@ from bisect import bisect_left
 
 import numpy as np
 
-from autoscaler.core import ClusterFacts, ReplicaCounts, StageObservation
+from autoscaler.core import ReplicaCounts
 from simulations.histograms import REQUEST_LATENCY_BUCKETS, TTFT_BUCKETS, Histogram
-from simulations.lifecycle import Lifecycle, ReplicaLife
+from simulations.lifecycle import Lifecycle, LifecycleFacts, ReplicaLife
 from simulations.outcome import Outcome
 from simulations.profiles import ClusterSpec, ColdStartProfile, ServingProfile
 from simulations.sample import FleetSample
@@ -36,7 +36,7 @@ from simulations.trace import BinnedWorkload
 _COHORT_POINTS = (0.125, 0.375, 0.625, 0.875)
 
 
-class FluidFleet:
+class FluidFleet(LifecycleFacts):
     def __init__(
         self,
         workload: BinnedWorkload,
@@ -224,15 +224,6 @@ class FluidFleet:
         return ReplicaCounts(desired=self.target, ready=self.ready,
                              starting=self.lifecycle.starting_view(self._starting, t),
                              terminating=len(self._draining))
-
-    def cluster_facts(self, t: float) -> ClusterFacts:
-        return self.lifecycle.cluster_facts(t)
-
-    def take_observations(self, t: float) -> tuple[StageObservation, ...]:
-        return self.lifecycle.take_observations(t)
-
-    def gpu_seconds(self, t: float | None = None) -> float:
-        return self.lifecycle.gpu_seconds(self.now if t is None else t)
 
     def scrape(self, t: float) -> FleetSample:
         self.advance(t)

@@ -289,3 +289,19 @@ class Lifecycle:
     def gpu_seconds(self, now: float) -> float:
         alive = sum((now - r.requested_at) * r.gpus for r in self.replicas if r.gone_at is None)
         return self._gpu_seconds_done + alive
+
+
+class LifecycleFacts:
+    """What both fleets (request-level and fluid) answer straight from their replica lifecycle."""
+
+    lifecycle: Lifecycle
+    now: float
+
+    def cluster_facts(self, t: float) -> ClusterFacts:
+        return self.lifecycle.cluster_facts(t)
+
+    def take_observations(self, t: float) -> tuple[StageObservation, ...]:
+        return self.lifecycle.take_observations(t)
+
+    def gpu_seconds(self, t: float | None = None) -> float:
+        return self.lifecycle.gpu_seconds(self.now if t is None else t)

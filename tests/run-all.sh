@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
 step "python dependencies"
-python3 -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "Running pip as the 'root'" || true
+PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e '.[dev]'
 for tool in install-prometheus install-helm build-kube; do
   if [ -f ".ci/$tool.sh" ]; then step "$tool"; bash ".ci/$tool.sh"; fi
 done

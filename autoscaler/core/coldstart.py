@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from autoscaler.core.signals import ClusterFacts, Stage, StageObservation
+from autoscaler.core.signals import STAGES, ClusterFacts, Stage, StageObservation
 from autoscaler.policy import ColdStartSpec
 
 MAX_SAMPLES = 32
@@ -130,17 +130,21 @@ def lead_time(
     return LeadTime(median, high, tuple((name, round(p.median_seconds, 3)) for name, p in parts))
 
 
-def remaining_seconds(
-    spec: ColdStartSpec, stats: ColdStartStats, cluster: ClusterFacts, stage: Stage, stage_age: float
-) -> float:
-    """Expected time until a replica now in `stage` (for `stage_age` seconds) is ready."""
+def stage_medians(spec: ColdStartSpec, stats: ColdStartStats, cluster: ClusterFacts) -> dict[Stage, float]:
+    """Median duration of every stage (image pull for the cluster's cache situation), computed once per
+    tick for all starting replicas."""
     pull_situation = "cached" if cluster.image_cached else "uncached"
-    order: tuple[Stage, ...] = (stage if stage in ("scheduling", "node_provisioning") else "scheduling",
-                                "image_pull", "weight_load", "warmup")
-    idx = 0 if stage in ("scheduling", "node_provisioning") else order.index(stage)
-    total = 0.0
-    for i in range(idx, len(order)):
-        s = order[i]
-        est = stage_estimate(spec, stats, s, pull_situation if s == "image_pull" else "default").median_seconds
-        total += max(0.0, est - stage_age) if i == idx else est
-    return total
+    return {
+        stage: stage_estimate(spec, stats, stage, pull_situation if stage == "image_pull" else "default").median_seconds
+        for stage in STAGES
+    }
+
+
+_AFTER_NODE: tuple[Stage, ...] = ("image_pull", "weight_load", "warmup")
+
+
+def remaining_seconds(medians: dict[Stage, float], stage: Stage, stage_age: float) -> float:
+    """Expected time until a replica now in `stage` (for `stage_age` seconds) is ready: what is left of its
+    current stage (never negative: an overdue stage still has the later ones ahead) plus the later stages."""
+    later = _AFTER_NODE if stage in ("scheduling", "node_provisioning") else _AFTER_NODE[_AFTER_NODE.index(stage) + 1:]
+    return max(0.0, medians[stage] - stage_age) + sum(medians[s] for s in later)

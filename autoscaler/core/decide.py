@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from autoscaler.core.capacity import work_rate
-from autoscaler.core.coldstart import LeadTime, lead_time, remaining_seconds
+from autoscaler.core.coldstart import LeadTime, lead_time, remaining_seconds, stage_medians
 from autoscaler.core.floors import floor_at, highest_floor
 from autoscaler.core.forecast_seed import ForecastSeed
 from autoscaler.core.signals import Signals
@@ -203,10 +203,8 @@ def decide(
     # 3. Reactive, with starting replicas counted at their expected ready time.
     active_starting = [s for s in replicas.starting if not s.unschedulable]
     if active_starting:
-        ready_in = max(
-            remaining_seconds(policy.cold_start, state.coldstart, signals.cluster, s.stage, s.stage_age_seconds)
-            for s in active_starting
-        )
+        medians = stage_medians(policy.cold_start, state.coldstart, signals.cluster)
+        ready_in = max(remaining_seconds(medians, s.stage, s.stage_age_seconds) for s in active_starting)
     else:
         ready_in = lead.median_seconds
     ready_capacity = replicas.ready * factor

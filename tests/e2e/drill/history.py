@@ -14,6 +14,7 @@ from typing import Any
 
 from kubernetes import client
 
+from ..cluster.cluster import wait_until
 from .manifests import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION
 
 
@@ -139,17 +140,8 @@ def controller_events(core: client.CoreV1Api, namespace: str, policy: str) -> li
 
 
 def wait_for(fn: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
-    """Poll until `fn()` is truthy; exceptions count as not yet."""
-    deadline = time.monotonic() + timeout
-    last_exc: BaseException | None = None
-    while True:
-        try:
-            v = fn()
-            if v:
-                return v
-        except Exception as e:
-            last_exc = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}"
-                                 + (f" (last error: {last_exc!r})" if last_exc else ""))
-        time.sleep(interval)
+    """The cluster's `wait_until`, failing as a test assertion rather than an error."""
+    try:
+        return wait_until(fn, timeout, interval, what)
+    except TimeoutError as e:
+        raise AssertionError(str(e)) from None

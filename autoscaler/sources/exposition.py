@@ -1,26 +1,41 @@
 """Reading one pod's /metrics text (Prometheus text format 0.0.4) into the raw numbers a model needs.
 
-`read_pod_metrics` never raises on bad input: garbage, truncated text or odd values give an
-`ExpositionError` (or drop just the bad series, counted), never an invented number. Only the lines of
-the series a model needs are parsed (with prometheus_client's parser); a malformed line elsewhere on the
-page is ignored rather than failing the pod.
+`read_pod_metrics` never raises on bad input other than with an `ExpositionError`: garbage, truncated
+text or odd values give an error (or drop just the bad series, counted), never an invented number. Only
+the lines of the series a model needs are parsed; a malformed line elsewhere on the page is ignored
+rather than failing the pod.
+
+The parser is a hand-written scanner over a handful of possessive (non-backtracking) token patterns, so
+its time is linear in the line's length whatever a pod sends: the earlier whole-line regex backtracked
+exponentially on label runs such as `{a=""    a=""    ...!}` (126 bytes took about 100 s). Lines and
+pages are capped (`MAX_LINE_CHARS`, `MAX_LINES`) and the caller's deadline is checked while parsing, so
+a pod's scrape is bounded in time by its deadline from the first byte to the last parsed sample.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from autoscaler.sources.engines import SIGNAL_KIND, EngineMetrics, MetricRef, SignalName
 from autoscaler.sources.histogram import parse_le
+from autoscaler.sources.plausible import in_range, plausible, plausible_count
+
+# A vLLM sample line is under 300 characters; a page a few thousand lines (more with many LoRA adapters).
+MAX_LINE_CHARS = 16_384
+MAX_LINES = 200_000
+_DEADLINE_EVERY = 2_048  # lines between deadline checks
 
 
 class ExpositionError(ValueError):
-    """The text is not a parseable Prometheus exposition."""
+    """The text is not a parseable Prometheus exposition (or is over a cap)."""
+
+
+class ExpositionTimeout(ExpositionError):
+    """Parsing did not finish before the pod's deadline."""
 
 
 # A raw series: (metric sample name, sorted labels without the model label). Counters and bucket
@@ -37,8 +52,12 @@ class PodMetrics:
     counters: dict[SignalName, dict[SeriesKey, float]] = field(default_factory=dict)
     # bucket series -> (le, cumulative count)
     buckets: dict[SignalName, dict[SeriesKey, tuple[float, float]]] = field(default_factory=dict)
+    # Signals with a NaN, negative or implausible sample on this page: the pod's value for them is
+    # unknown (a partial sum would read as less load), so the sources report them missing.
+    tainted: set[SignalName] = field(default_factory=set)
     dropped_non_finite: int = 0
     dropped_negative: int = 0
+    dropped_implausible: int = 0
 
 
 def _matches(labels: dict[str, str], ref: MetricRef) -> bool:
@@ -50,70 +69,131 @@ def _sample_name(line: str) -> str:
         return ""
     end = len(line)
     for sep in ("{", " ", "\t"):
-        i = line.find(sep)
-        if 0 <= i < end:
+        i = line.find(sep, 0, end)
+        if i >= 0:
             end = i
     return line[:end]
 
 
-_LINE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^{}\\]*)\})?[ \t]+([^ \t_]+)(?:[ \t]+-?[0-9]+)?[ \t]*")
-_LABELS = re.compile(r'(?:[ \t]*[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*"[^"]*"[ \t]*,?)*[ \t]*')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"([^"]*)"')
+# Token patterns. Every quantifier is possessive (`*+`, `++`): a pattern never gives back what it matched,
+# so each token costs time linear in its length and a failed line fails at once.
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*+")
+_WS = re.compile(r"[ \t]*+")
+_LABEL = re.compile(r'[ \t]*+([a-zA-Z_][a-zA-Z0-9_]*+)[ \t]*+=[ \t]*+"((?:[^"\\]++|\\.)*+)"[ \t]*+')
+_NUMBER = re.compile(
+    r"[+-]?+(?:(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+|(?i:inf(?:inity)?+|nan))"
+)
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_UNESCAPE = {"\\": "\\", "n": "\n", '"': '"'}
+
+
+def _skip_ws(line: str, pos: int) -> int:
+    m = _WS.match(line, pos)
+    return m.end() if m else pos
+
+
+def _unescape(raw: str) -> str:
+    # As Prometheus: \\, \n and \" are escapes; any other backslash pair is kept as written.
+    return _ESCAPE.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(0)), raw) if "\\" in raw else raw
+
+
+def parse_sample(line: str) -> tuple[str, dict[str, str], float]:
+    """(name, labels, value) of one sample line; ValueError when it is not one. Linear in len(line)."""
+    if len(line) > MAX_LINE_CHARS:
+        raise ValueError(f"sample line over {MAX_LINE_CHARS} characters")
+    m = _NAME.match(line)
+    if m is None:
+        raise ValueError("no metric name")
+    name, pos = m.group(), _skip_ws(line, m.end())
+    labels: dict[str, str] = {}
+    spaced = pos > m.end()  # whitespace between the name (or label set) and the value
+    if pos < len(line) and line[pos] == "{":
+        pos += 1
+        while True:
+            pos = _skip_ws(line, pos)
+            if pos < len(line) and line[pos] == "}":
+                break
+            lm = _LABEL.match(line, pos)
+            if lm is None:
+                raise ValueError(f"bad label at column {pos}")
+            key = lm.group(1)
+            if key.startswith("__"):
+                raise ValueError(f"reserved label name {key!r}")
+            if key in labels:
+                raise ValueError(f"duplicate label {key!r}")
+            labels[key] = _unescape(lm.group(2))
+            pos = lm.end()
+            if pos < len(line) and line[pos] == ",":
+                pos += 1
+            elif pos >= len(line) or line[pos] != "}":
+                raise ValueError(f"expected ',' or '}}' at column {pos}")
+        pos += 1
+        ws = _skip_ws(line, pos)
+        spaced, pos = ws > pos, ws
+    if not spaced:
+        raise ValueError(f"expected a space before the value at column {pos}")
+    vm = _NUMBER.match(line, pos)
+    if vm is None:
+        raise ValueError(f"bad value at column {pos}")
+    value = float(vm.group())
+    pos = _skip_ws(line, vm.end())
+    if pos < len(line):
+        if pos == vm.end():
+            raise ValueError(f"expected a space after the value at column {pos}")
+        tm = _NUMBER.match(line, pos)  # the timestamp (ignored: the scrape's time is the tick's)
+        if tm is None or _skip_ws(line, tm.end()) != len(line):
+            raise ValueError(f"bad timestamp at column {pos}")
+    return name, labels, value
 
 
 def _samples(lines: list[str]) -> Iterator[tuple[str, dict[str, str], float]]:
-    """(name, labels, value) of each line. Plain lines (no escapes in label values) take a strict regex
-    fast path; anything else goes through prometheus_client's parser, which raises on bad input."""
-    slow: list[str] = []
+    """(name, labels, value) of each line; ValueError on the first line that is not a sample."""
     for line in lines:
-        m = _LINE.fullmatch(line)
-        labels = m.group(2) if m else None
-        if m is None or (labels is not None and not _LABELS.fullmatch(labels)):
-            slow.append(line)
-            continue
-        try:
-            value = float(m.group(3))
-        except ValueError:
-            slow.append(line)
-            continue
-        pairs = _LABEL.findall(labels or "")
-        if any(k.startswith("__") for k, _ in pairs):
-            slow.append(line)  # reserved label names: the parser decides (it refuses them)
-            continue
-        yield m.group(1), dict(pairs), value
-    if slow:
-        for family in text_string_to_metric_families("\n".join(slow) + "\n"):
-            for sample in family.samples:
-                yield sample.name, dict(sample.labels), float(sample.value)
+        yield parse_sample(line.rstrip("\r"))
 
 
-def read_pod_metrics(text: str, engine: EngineMetrics, model: str | None) -> PodMetrics:
+def read_pod_metrics(text: str, engine: EngineMetrics, model: str | None, *,
+                     deadline: float | None = None) -> PodMetrics:
     """The samples of `text` that belong to `model` (by the engine's model label; all samples when the
-    engine has none or `model` is None), grouped by signal. Raises ExpositionError on unparseable text."""
+    engine has none or `model` is None), grouped by signal. Raises ExpositionError on unparseable text
+    or a page over the caps, ExpositionTimeout when `time.monotonic()` passes `deadline` while parsing."""
     wanted: dict[str, list[tuple[SignalName, MetricRef, int]]] = {}
     for signal in SignalName:
         for rank, ref in enumerate(engine.refs(signal)):
             sample_name = ref.name + ("_bucket" if SIGNAL_KIND[signal] == "quantile" else "")
             wanted.setdefault(sample_name, []).append((signal, ref, rank))
 
-    # Only the lines of wanted samples go to the (slow, character-by-character) parser: a vLLM page is
-    # ~60 % other series. Comments go too; without TYPE lines the samples keep their full names.
-    kept = [line for line in text.split("\n") if _sample_name(line) in wanted]
+    lines = text.split("\n", MAX_LINES)
+    if len(lines) > MAX_LINES:
+        raise ExpositionError(f"page has over {MAX_LINES} lines")
+
+    def check_deadline(i: int) -> None:
+        if deadline is not None and i % _DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+            raise ExpositionTimeout(f"parsing passed the deadline at line {i}")
+
+    # Only the lines of wanted samples are parsed: a vLLM page is ~60 % other series.
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        check_deadline(i)
+        if _sample_name(line) in wanted:
+            kept.append(line)
     # For each signal, samples per alternative rank; the lowest rank present wins.
     found: dict[SignalName, dict[int, list[tuple[str, dict[str, str], float]]]] = {}
     out = PodMetrics()
-    try:
-        for name, labels, value in _samples(kept):
-            hits = wanted.get(name)
-            if not hits:
-                continue
-            if engine.model_label and model is not None and labels.get(engine.model_label) != model:
-                continue
-            for signal, ref, rank in hits:
-                if _matches(labels, ref):
-                    found.setdefault(signal, {}).setdefault(rank, []).append((name, labels, value))
-    except Exception as e:  # the parser raises ValueError, IndexError, TypeError, ... on garbage
-        raise ExpositionError(f"unparseable exposition: {type(e).__name__}: {str(e)[:200]}") from None
+    for i, line in enumerate(kept):
+        check_deadline(i)
+        try:
+            name, labels, value = parse_sample(line.rstrip("\r"))
+        except ValueError as e:
+            raise ExpositionError(f"unparseable exposition: {str(e)[:200]}") from None
+        hits = wanted.get(name)
+        if not hits:
+            continue
+        if engine.model_label and model is not None and labels.get(engine.model_label) != model:
+            continue
+        for signal, ref, rank in hits:
+            if _matches(labels, ref):
+                found.setdefault(signal, {}).setdefault(rank, []).append((name, labels, value))
 
     for signal, by_rank in found.items():
         samples = by_rank[min(by_rank)]
@@ -121,20 +201,32 @@ def read_pod_metrics(text: str, engine: EngineMetrics, model: str | None) -> Pod
         for name, labels, value in samples:
             if not math.isfinite(value):
                 out.dropped_non_finite += 1
+                out.tainted.add(signal)
                 continue
             if value < 0:
                 out.dropped_negative += 1
+                out.tainted.add(signal)
+                continue
+            ok = plausible(signal, value) if kind in ("sum", "mean") else plausible_count(value)
+            if not ok:
+                out.dropped_implausible += 1
+                out.tainted.add(signal)
                 continue
             rest = tuple(sorted((k, v) for k, v in labels.items() if k != engine.model_label))
             if kind in ("sum", "mean"):
                 total, n = out.gauges.get(signal, (0.0, 0))
-                out.gauges[signal] = (total + value, n + 1)
+                out.gauges[signal] = (total + in_range(signal, value), n + 1)
             elif kind == "rate":
                 out.counters.setdefault(signal, {})[(name, rest)] = value
             else:
                 le = parse_le(labels.get("le"))
                 if le is None:
                     out.dropped_non_finite += 1
+                    out.tainted.add(signal)
                     continue
                 out.buckets.setdefault(signal, {})[(name, rest)] = (le, value)
+    for signal in out.tainted:  # no partial numbers for a signal with a bad sample
+        out.gauges.pop(signal, None)
+        out.counters.pop(signal, None)
+        out.buckets.pop(signal, None)
     return out

@@ -2,12 +2,18 @@
 
 Every failure is a `SourceError` with a `kind` the telemetry counts; nothing here returns a default.
 Queries go as POST form bodies: a batched query for a thousand models is too long for a URL.
+
+An answer is untrusted input: its body is read uncompressed up to `max_bytes` within a total deadline
+(a server trickling bytes cannot hold the tick), JSON nested deeper than the parser's recursion limit is
+a bad answer (not a RecursionError), every JSON number is read as a float (a 400-digit integer is +Inf,
+caught as non-finite, not an OverflowError), and every field is type-checked before use.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,16 +45,37 @@ class Series:
 
 
 _NUMBER_TYPES = (str, float, int)
+# The largest answer read. A parsed JSON answer takes about six times its size in memory, and up to
+# `max_parallel_queries` are read at once: 16 MiB holds ~120,000 series (a thousand models' histograms).
+DEFAULT_MAX_BYTES = 16 << 20
+# Uncompressed answers only: the size cap then bounds what is parsed.
+_HEADERS = {"Accept-Encoding": "identity"}
+
+
+def _text(raw: Any) -> str:
+    """A short printable form of an error field (never the repr of a large or deep structure)."""
+    return raw[:300] if isinstance(raw, str) else type(raw).__name__ if raw is not None else ""
 
 
 def _number(raw: Any) -> float:
     # Prometheus encodes values as strings ("1.5", "NaN", "+Inf").
     if type(raw) not in _NUMBER_TYPES:  # exact types, as json.loads makes them (a bool is not a number)
-        raise SourceError("bad_payload", f"sample value {raw!r} is not a number string")
+        raise SourceError("bad_payload", f"sample value {str(raw)[:40]!r} is not a number string")
+    if type(raw) is str and len(raw) > 64:  # a float needs at most ~25 characters
+        raise SourceError("bad_payload", f"sample value {raw[:40]!r}... is {len(raw)} characters long")
     try:
         return float(raw)
-    except ValueError:
-        raise SourceError("bad_payload", f"sample value {raw!r} is not a number") from None
+    except (ValueError, OverflowError):  # OverflowError: an int too large for a float
+        raise SourceError("bad_payload", f"sample value {str(raw)[:40]!r} is not a number") from None
+
+
+def _json(body: bytes) -> Any:
+    """`body` parsed, every number a float (so no integer can overflow a float later); ValueError when it
+    is not JSON or nests deeper than the parser's recursion limit."""
+    try:
+        return json.loads(body, parse_int=float)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def _point(raw: Any) -> tuple[float, float]:
@@ -74,11 +101,13 @@ class PrometheusAPI:
     """One Prometheus. `timeout_seconds` bounds connect, read and the server-side evaluation;
     `max_bytes` caps a response body."""
 
-    def __init__(self, url: str, *, timeout_seconds: float = 5.0, max_bytes: int = 64 << 20,
+    def __init__(self, url: str, *, timeout_seconds: float = 5.0, max_bytes: int = DEFAULT_MAX_BYTES,
                  client: httpx.Client | None = None) -> None:
         self.url = url.rstrip("/")
         self.timeout_seconds = timeout_seconds
         self.max_bytes = max_bytes
+        # The whole request (connect, evaluation, reading the body) ends within this many seconds.
+        self.deadline_seconds = timeout_seconds * 1.5
         timeout = httpx.Timeout(timeout_seconds, connect=min(2.0, timeout_seconds))
         self._client = client or httpx.Client(timeout=timeout)
         self.requests = 0
@@ -89,14 +118,21 @@ class PrometheusAPI:
     def _post(self, path: str, form: dict[str, str]) -> Any:
         form = {**form, "timeout": f"{max(100, int(self.timeout_seconds * 900))}ms"}
         self.requests += 1
+        deadline = time.monotonic() + self.deadline_seconds
         try:
-            with self._client.stream("POST", self.url + path, data=form) as r:
+            with self._client.stream("POST", self.url + path, data=form, headers=_HEADERS) as r:
+                encoding = r.headers.get("content-encoding", "identity").strip().lower()
+                if encoding not in ("", "identity"):
+                    raise SourceError("bad_payload", f"{self.url}{path}: compressed answer ({encoding[:40]})")
                 chunks: list[bytes] = []
                 size = 0
-                for chunk in r.iter_bytes():
+                for chunk in r.iter_bytes():  # identity (checked above): these are the bytes sent
                     size += len(chunk)
                     if size > self.max_bytes:
                         raise SourceError("too_large", f"{path} answer over {self.max_bytes} bytes")
+                    if time.monotonic() > deadline:
+                        raise SourceError("timeout", f"{self.url}{path}: answer not read within "
+                                                     f"{self.deadline_seconds:g}s")
                     chunks.append(chunk)
                 status = r.status_code
         except httpx.TimeoutException as e:
@@ -104,8 +140,9 @@ class PrometheusAPI:
         except httpx.TransportError as e:
             raise SourceError("connect", f"{self.url}{path}: {type(e).__name__}: {e}") from None
         body = b"".join(chunks)
+        del chunks
         try:
-            doc = json.loads(body)
+            doc = _json(body)
         except (ValueError, UnicodeDecodeError):
             if status >= 300:
                 raise SourceError("http_status", f"{self.url}{path}: HTTP {status}") from None
@@ -114,8 +151,8 @@ class PrometheusAPI:
             raise SourceError("bad_payload", f"{self.url}{path}: answer is not a JSON object")
         if status >= 300 or doc.get("status") != "success":
             kind: ErrorKind = "http_status" if status >= 300 else "bad_payload"
-            raise SourceError(kind, f"{self.url}{path}: HTTP {status} {doc.get('errorType', '')}: "
-                                    f"{str(doc.get('error', ''))[:300]}")
+            raise SourceError(kind, f"{self.url}{path}: HTTP {status} {_text(doc.get('errorType'))}: "
+                                    f"{_text(doc.get('error'))}")
         data = doc.get("data")
         if not isinstance(data, dict) or not isinstance(data.get("result"), list):
             raise SourceError("bad_payload", f"{self.url}{path}: no data.result list")

@@ -6,10 +6,17 @@ signals are computed here from the bucket increases exactly as PromQL's histogra
 the buckets themselves become the `LatencyHistogram`s the core judges SLO attainment on.
 
 Each signal's age is now − the newest sample time of the model's series (from `timestamp()`), so a
-Prometheus that still answers from old data is seen as stale. A failed query, an absent series, a NaN
-or a negative answer gives the last good value with its growing age (or MISSING if there never was
-one), never a zero. A histogram that cannot be had is None, never an invented empty one; a window in
-which no request finished is an honest histogram with total 0.
+Prometheus that still answers from old data is seen as stale; when that freshness query fails, the
+gauges' ages are unknown and they count as not answered. A failed query, an absent series, a NaN, a
+negative or an implausible answer (see `plausible`) gives the last good value with its growing age (or
+MISSING if there never was one), never a zero. A histogram that cannot be had is None, never an
+invented empty one; a window in which no request finished is an honest histogram with total 0.
+
+Containment: a bad answer (any exception while querying or reading it) fails its query group only and
+is counted by kind; `collect` never raises for the batch. A policy's own Prometheus URL is used only
+when it is in `allowed_urls` (the controller's `--prometheus-allowed-url`, default: only the default
+URL): anything else is a per-policy error (`policy_errors`, counted as `url_not_allowed`), so a policy
+author cannot make the controller send requests to an address of their choosing.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
@@ -29,9 +36,11 @@ from autoscaler.sources.base import load_signals, with_histograms
 from autoscaler.sources.engines import QUANTILE, SIGNAL_KIND, EngineMetrics, SignalName, engine_metrics
 from autoscaler.sources.histogram import latency_histogram, parse_le, quantile_of
 from autoscaler.sources.lastknown import LastKnown
-from autoscaler.sources.prom_api import PrometheusAPI, Sample, SourceError
-from autoscaler.sources.promql import FRESHNESS, GroupKey, PlannedQuery, PromQLBuilder
+from autoscaler.sources.plausible import in_range, plausible
+from autoscaler.sources.prom_api import DEFAULT_MAX_BYTES, PrometheusAPI, Sample, SourceError
+from autoscaler.sources.promql import FRESHNESS, GroupKey, PlannedQuery, PromQLBuilder, bad_label_names
 from autoscaler.sources.telemetry import ErrorKind, SourceTelemetry, telemetry_for
+from autoscaler.sources.urls import normalize_url
 
 log = logging.getLogger("autoscaler.sources.prometheus")
 
@@ -41,9 +50,11 @@ SIGNAL_FIELDS: tuple[SignalName, ...] = tuple(SignalName)
 class PrometheusMetricsSource:
     """`MetricsSource` over the Prometheus HTTP API.
 
-    `url` is the default Prometheus (a policy's `spec.metrics.prometheus.url` overrides it).
-    After each `collect`, `failed_policies` holds the keys whose queries failed (for failover) and
-    `last_query_count` the number of HTTP queries made.
+    `url` is the default Prometheus (a policy's `spec.metrics.prometheus.url` overrides it when it is
+    in `allowed_urls`; None allows any URL, for tools that run with the user's own rights).
+    After each `collect`, `failed_policies` holds the keys whose queries failed (for failover),
+    `policy_errors` a one-line reason per policy that could not be queried at all (disallowed URL, bad
+    labelSelector key), and `last_query_count` the number of HTTP queries made.
     """
 
     name: Final = "prometheus"
@@ -58,16 +69,22 @@ class PrometheusMetricsSource:
         registry: CollectorRegistry | None = None,
         telemetry: SourceTelemetry | None = None,
         api_factory: Callable[[str], PrometheusAPI] | None = None,
+        allowed_urls: Iterable[str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.url = url.rstrip("/")
         self.builder = builder or PromQLBuilder()
         self.timeout_seconds = timeout_seconds
         self.max_parallel_queries = max(1, max_parallel_queries)
         self.telemetry = telemetry or telemetry_for(registry)
-        self._api_factory = api_factory or (lambda u: PrometheusAPI(u, timeout_seconds=timeout_seconds))
+        self._api_factory = api_factory or (
+            lambda u: PrometheusAPI(u, timeout_seconds=timeout_seconds, max_bytes=max_response_bytes))
+        self.allowed_urls = None if allowed_urls is None else (
+            frozenset(normalize_url(u) for u in allowed_urls) | {normalize_url(self.url)})
         self._apis: dict[str, PrometheusAPI] = {}
         self._last = LastKnown()
         self.failed_policies: frozenset[str] = frozenset()
+        self.policy_errors: dict[str, str] = {}
         self.last_query_count = 0
 
     def api(self, url: str) -> PrometheusAPI:
@@ -87,10 +104,42 @@ class PrometheusMetricsSource:
         except SourceError as e:
             self.telemetry.error(self.name, e.kind)
             return e
+        except Exception as e:  # anything else an answer provokes fails this query only
+            self.telemetry.error(self.name, "unexpected")
+            return SourceError("unexpected", f"{type(e).__name__}: {str(e)[:200]}")
+
+    def _refusal(self, p: ModelScalingPolicy) -> tuple[ErrorKind, str] | None:
+        """Why policy `p` cannot be queried at all, or None."""
+        own = p.spec.metrics.prometheus.url
+        if own and self.allowed_urls is not None and normalize_url(own) not in self.allowed_urls:
+            return "url_not_allowed", (
+                f"spec.metrics.prometheus.url {own[:200]!r} is not in the controller's allow-list; add it "
+                f"with --prometheus-allowed-url (chart value prometheusAllowedUrls) or remove it to use "
+                f"the default Prometheus")
+        bad = bad_label_names(p.spec.metrics.label_selector)
+        if bad:
+            return "bad_selector", (f"spec.metrics.labelSelector key {bad[0][:100]!r} is not a Prometheus "
+                                    f"label name ([a-zA-Z_][a-zA-Z0-9_]*)")
+        return None
 
     def collect(self, policies: Sequence[ModelScalingPolicy], now: float) -> dict[str, Signals]:
         started = time.perf_counter()
-        plan = self.builder.plan(policies, self.url)
+        out: dict[str, Signals] = {}
+        errors: dict[str, str] = {}
+        queryable = []
+        for p in policies:
+            refused = self._refusal(p)
+            if refused is None:
+                queryable.append(p)
+                self.telemetry.episode(f"prometheus policy {p.key}", None)
+                continue
+            kind, why = refused
+            self.telemetry.error(self.name, kind)
+            self.telemetry.episode(f"prometheus policy {p.key}", why)
+            errors[p.key] = why
+            out[p.key] = Signals()  # all missing: the policy holds, it never reads as "no load"
+        self.policy_errors = errors
+        plan = self.builder.plan(queryable, self.url)
         if self.max_parallel_queries > 1 and len(plan.queries) > 1:
             with ThreadPoolExecutor(min(self.max_parallel_queries, len(plan.queries))) as pool:
                 answers = list(pool.map(lambda q: self._run(q, now), plan.queries))
@@ -102,22 +151,26 @@ class PrometheusMetricsSource:
         for q, a in zip(plan.queries, answers, strict=True):
             by_group.setdefault(q.group, {})[q.signal] = a
 
-        out: dict[str, Signals] = {}
         failed: set[str] = set()
         failures_by_url: dict[str, str | None] = {}
         for group, members in plan.groups.items():
             answers_g = by_group.get(group, {})
-            errors = [a for a in answers_g.values() if isinstance(a, SourceError)]
-            if errors:
+            bad = [a for a in answers_g.values() if isinstance(a, SourceError)]
+            try:
+                signals = self._group_signals(group, members, answers_g, now)
+            except Exception as e:  # a bug reading one group's answers: that group holds, the rest go on
+                self.telemetry.error(self.name, "unexpected")
+                bad.append(SourceError("unexpected", f"{type(e).__name__}: {str(e)[:200]}"))
+                signals = {p.key: self._last_known(group, p, now) for p in members}
+            if bad:
                 failed.update(p.key for p in members)
-                failures_by_url.setdefault(group.url, str(errors[0]))
+                failures_by_url.setdefault(group.url, str(bad[0]))
             else:
                 failures_by_url.setdefault(group.url, None)
-            for p, sig in self._group_signals(group, members, answers_g, now).items():
-                out[p] = sig
+            out.update(signals)
         for url, failure in failures_by_url.items():
             self.telemetry.episode(f"prometheus {url}", failure)
-        self._last.keep_only(p.key for p in policies)
+        self._last.keep_only(p.key for p in queryable)
         self.failed_policies = frozenset(failed)
         self.telemetry.collect_seconds.labels(source=self.name).observe(time.perf_counter() - started)
         return out
@@ -132,6 +185,9 @@ class PrometheusMetricsSource:
         engine = engine_metrics(group.engine)
         freshness: dict[tuple[str, str], float] = {}
         fa = answers.get(FRESHNESS)
+        # Without the freshness answer a gauge's age is unknown (an instant query answers samples up to
+        # the lookback, 5 minutes by default, old): gauges then count as not answered.
+        ages_unknown = isinstance(fa, SourceError)
         if isinstance(fa, list):
             for s in fa:
                 if math.isfinite(s.value):
@@ -153,9 +209,13 @@ class PrometheusMetricsSource:
                     m = None
                     if found is not None:
                         h, t = found
-                        m = self._accept(p.key, signal, quantile_of(QUANTILE, h), t, now)
+                        m = self._accept(group, p, signal, quantile_of(QUANTILE, h), t, now)
                     histograms[p.key][signal] = found[0] if found is not None else None
-                    values[p.key][signal] = m if m is not None else self._last.get(p.key, signal.value, now)
+                    values[p.key][signal] = m if m is not None else self._recall(group, p, signal, now)
+                continue
+            if ages_unknown and SIGNAL_KIND[signal] in ("sum", "mean"):
+                for p in members:
+                    values[p.key][signal] = self._recall(group, p, signal, now)
                 continue
             by_key: dict[tuple[str, str], Sample] = {}
             dups: set[tuple[str, str]] = set()
@@ -174,10 +234,22 @@ class PrometheusMetricsSource:
                             break
                         if k in by_key:
                             s = by_key[k]
-                            m = self._accept(p.key, signal, s.value, _sample_time(s, freshness.get(k)), now)
+                            m = self._accept(group, p, signal, s.value, _sample_time(s, freshness.get(k)), now)
                             break
-                values[p.key][signal] = m if m is not None else self._last.get(p.key, signal.value, now)
+                values[p.key][signal] = m if m is not None else self._recall(group, p, signal, now)
         return {k: with_histograms(load_signals(v), histograms[k]) for k, v in values.items()}
+
+    @staticmethod
+    def _identity(group: GroupKey, p: ModelScalingPolicy) -> tuple[object, ...]:
+        """What a remembered value was measured for: an edited policy (another model, selector or
+        Prometheus) must not inherit the old one's numbers."""
+        return group.url, group.engine, group.selector, p.spec.model.name
+
+    def _recall(self, group: GroupKey, p: ModelScalingPolicy, signal: SignalName, now: float) -> Measured:
+        return self._last.get(p.key, signal.value, now, self._identity(group, p))
+
+    def _last_known(self, group: GroupKey, p: ModelScalingPolicy, now: float) -> Signals:
+        return load_signals({s: self._recall(group, p, s, now) for s in SIGNAL_FIELDS})
 
     def _histogram(self, engine: EngineMetrics, p: ModelScalingPolicy,
                    series: dict[tuple[str, str], list[Sample]], freshness: dict[tuple[str, str], float],
@@ -213,10 +285,10 @@ class PrometheusMetricsSource:
             return (h, t) if h is not None else None  # None: no +Inf bucket, the total is unknown
         return None
 
-    def _accept(self, policy_key: str, signal: SignalName, v: float | None, t: float,
+    def _accept(self, group: GroupKey, p: ModelScalingPolicy, signal: SignalName, v: float | None, t: float,
                 now: float) -> Measured | None:
         """`v`, observed at `t`, as a Measured (remembered as the last good value), or None when it is
-        missing, NaN or negative."""
+        missing, NaN, negative or implausible."""
         if v is None:
             return None  # a quantile of a window with no finished request: not a fault
         if not math.isfinite(v):
@@ -227,7 +299,11 @@ class PrometheusMetricsSource:
         if v < 0:
             self.telemetry.error(self.name, "negative")
             return None
-        self._last.put(policy_key, signal.value, v, t)
+        if not plausible(signal, v):
+            self.telemetry.error(self.name, "implausible")
+            return None
+        v = in_range(signal, v)
+        self._last.put(p.key, signal.value, v, t, self._identity(group, p))
         return Measured(v, max(0.0, now - t))
 
 

@@ -13,6 +13,7 @@ arithmetic), so the histograms cost no extra query.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -33,11 +34,34 @@ FRESHNESS = "freshness"
 REPLICAS = "replicas"
 
 _RE2_SPECIAL = set("\\.+*?()|[]{}^$")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 def promql_string(value: str) -> str:
-    """A double-quoted PromQL string literal."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A double-quoted PromQL string literal of `value`, whatever it holds: backslash, quote and every
+    control character are escaped (PromQL strings take Go's escapes), so a value cannot end the string
+    or the selector it is in."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    out = []
+    for c in value:
+        if c == "\\" or c == '"':
+            out.append("\\" + c)
+        elif c == "\n":
+            out.append("\\n")
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(f"\\x{ord(c):02x}")
+        elif 0xD800 <= ord(c) <= 0xDFFF:  # a lone surrogate cannot be sent as UTF-8
+            out.append("\\ufffd")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
+def bad_label_names(selector: Mapping[str, str]) -> list[str]:
+    """The keys of a labelSelector that are not Prometheus label names (a label name cannot be quoted
+    in a PromQL matcher on Prometheus 2, so such a key could only be pasted in raw: it is refused)."""
+    return [k for k in selector if not _LABEL_NAME.fullmatch(k)]
 
 
 def regex_literal(value: str) -> str:
@@ -169,6 +193,10 @@ class PromQLBuilder:
         REPLICAS queries."""
         groups: dict[GroupKey, list[ModelScalingPolicy]] = {}
         for p in policies:
+            bad = bad_label_names(p.spec.metrics.label_selector)
+            if bad:
+                raise ValueError(f"{p.key}: spec.metrics.labelSelector key {bad[0][:100]!r} is not a "
+                                 f"Prometheus label name")
             url = (p.spec.metrics.prometheus.url or default_url).rstrip("/")
             key = GroupKey(url, p.spec.model.engine, tuple(sorted(p.spec.metrics.label_selector.items())))
             groups.setdefault(key, []).append(p)

@@ -30,13 +30,23 @@ from autoscaler.core.signals import MISSING, LatencyHistogram, Measured, Signals
 from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.base import load_signals, with_histograms
 from autoscaler.sources.engines import QUANTILE, SIGNAL_KIND, EngineMetrics, SignalName, engine_metrics
-from autoscaler.sources.exposition import ExpositionError, PodMetrics, SeriesKey, read_pod_metrics
+from autoscaler.sources.exposition import (
+    ExpositionError,
+    ExpositionTimeout,
+    PodMetrics,
+    SeriesKey,
+    read_pod_metrics,
+)
 from autoscaler.sources.histogram import latency_histogram, quantile_of
+from autoscaler.sources.plausible import plausible
 from autoscaler.sources.prom_api import SourceError
 from autoscaler.sources.telemetry import SourceTelemetry, telemetry_for
 
 PodTargets = Callable[[ModelScalingPolicy], Sequence[str]] | Mapping[str, Sequence[str]]
 ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+# Uncompressed bodies only: the size cap counts the bytes parsed, so a small compressed body cannot
+# inflate past it.
+HEADERS = {"Accept": ACCEPT, "Accept-Encoding": "identity"}
 
 
 @dataclass(slots=True)
@@ -154,18 +164,30 @@ class ScrapeMetricsSource:
         return out
 
     async def _fetch(self, client: httpx.AsyncClient, url: str) -> bytes:
-        async with client.stream("GET", url, headers={"Accept": ACCEPT}) as r:
+        async with client.stream("GET", url, headers=HEADERS) as r:
             if r.status_code != 200:
                 raise SourceError("http_status", f"HTTP {r.status_code}")
+            encoding = r.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                raise SourceError("bad_payload", f"compressed body ({encoding[:40]}) though identity was asked")
             buf = bytearray()
-            async for chunk in r.aiter_bytes():
+            async for chunk in r.aiter_bytes():  # identity: checked above
                 buf += chunk
                 if len(buf) > self.max_bytes:
                     raise SourceError("too_large", f"body over {self.max_bytes} bytes")
             return bytes(buf)
 
     async def _scrape(self, client: httpx.AsyncClient, p: ModelScalingPolicy, url: str, now: float) -> str | None:
-        """Scrape one pod into its state; returns an error description or None."""
+        """Scrape one pod into its state; returns an error description or None. Never raises: whatever
+        one pod does fails that pod only."""
+        try:
+            return await self._scrape_checked(client, p, url, now)
+        except Exception as e:  # a bug or an input nothing above expected: contained to this pod
+            self.telemetry.error(self.name, "unexpected")
+            return f"unexpected: {type(e).__name__}: {str(e)[:200]}"
+
+    async def _scrape_checked(self, client: httpx.AsyncClient, p: ModelScalingPolicy, url: str,
+                              now: float) -> str | None:
         scrape = p.spec.metrics.scrape
         deadline = self.deadline_seconds if self.deadline_seconds is not None else scrape.timeout_seconds
         state = self._pods.setdefault((p.key, url), _PodState())
@@ -183,13 +205,18 @@ class ScrapeMetricsSource:
             self.telemetry.error(self.name, "connect")
             return f"connect: {type(e).__name__}"
         engine = engine_metrics(p.spec.model.engine)
-        try:
-            m = read_pod_metrics(body.decode("utf-8", errors="replace"), engine, p.spec.model.name)
+        try:  # the deadline covers parsing too: from the request's start to the last parsed line
+            m = read_pod_metrics(body.decode("utf-8", errors="replace"), engine, p.spec.model.name,
+                                 deadline=t0 + deadline)
+        except ExpositionTimeout as e:
+            self.telemetry.error(self.name, "timeout")
+            return str(e)
         except ExpositionError as e:
             self.telemetry.error(self.name, "parse_error")
             return str(e)
         self.telemetry.error(self.name, "non_finite", m.dropped_non_finite)
         self.telemetry.error(self.name, "negative", m.dropped_negative)
+        self.telemetry.error(self.name, "implausible", m.dropped_implausible)
         self._remember(state, m, now)
         return None
 
@@ -217,13 +244,21 @@ class ScrapeMetricsSource:
             if not engine.refs(signal):
                 continue
             if SIGNAL_KIND[signal] != "quantile":
-                values[signal] = self._aggregate(engine, signal, pods, now)
+                values[signal] = self._checked(signal, self._aggregate(engine, signal, pods, now))
                 continue
             h = self._histogram(signal, pods, now)
             q = quantile_of(QUANTILE, h) if h is not None else None
             histograms[signal] = h
-            values[signal] = Measured(q, h.age_seconds) if h is not None and q is not None else MISSING
+            found = Measured(q, h.age_seconds) if h is not None and q is not None else MISSING
+            values[signal] = self._checked(signal, found)
         return with_histograms(load_signals(values), histograms)
+
+    def _checked(self, signal: SignalName, m: Measured) -> Measured:
+        """`m`, or MISSING (counted) when its value is outside the signal's physical bounds."""
+        if m.value is None or plausible(signal, m.value):
+            return m
+        self.telemetry.error(self.name, "implausible")
+        return MISSING
 
     def _aggregate(self, engine: EngineMetrics, signal: SignalName, pods: Sequence[_PodState],
                    now: float) -> Measured:
@@ -231,6 +266,8 @@ class ScrapeMetricsSource:
         `_histogram`."""
         kind = SIGNAL_KIND[signal]
         total, n, oldest = 0.0, 0, now
+        if any(st.metrics is not None and signal in st.metrics.tainted for st in pods):
+            return MISSING  # a pod's value is unknown: a sum without it would read as less load
         if kind in ("sum", "mean"):
             for st in pods:
                 assert st.metrics is not None and st.last_ok is not None
@@ -262,6 +299,8 @@ class ScrapeMetricsSource:
         the oldest contributing pod. None when no pod has two scrapes of the histogram."""
         merged: dict[float, float] = {}
         n, oldest = 0, now
+        if any(st.metrics is not None and signal in st.metrics.tainted for st in pods):
+            return None
         for st in pods:
             inc_b = self._bucket_increase(st, signal)
             if inc_b is None:

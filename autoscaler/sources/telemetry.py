@@ -32,6 +32,10 @@ ErrorKind = Literal[
     "non_finite",  # NaN or ±Inf where a number was needed
     "negative",  # a negative rate, gauge or quantile
     "duplicate_series",  # two answers for one model in one query
+    "implausible",  # a finite value outside the signal's physical bounds (1e308 waiting, KV use > 1)
+    "url_not_allowed",  # a policy's Prometheus URL is not in the controller's allow-list
+    "bad_selector",  # a policy's labelSelector key is not a Prometheus label name
+    "unexpected",  # any other failure of one query or pod (a bug): contained and counted, not raised
 ]
 
 

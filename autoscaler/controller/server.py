@@ -1,37 +1,39 @@
-"""HTTP endpoints: `/metrics` (Prometheus text) and `/healthz`, `/readyz` (plain text)."""
+"""HTTP endpoints: `/metrics` (Prometheus text) and `/healthz`, `/readyz` (plain text).
+
+Served by `autoscaler.httpserve.BoundedHTTPServer`: one event loop for every connection, a small fixed
+pool of handler threads, timeouts on reading a request and writing an answer, a cap on open
+connections, so a flood of slow or half-open connections cannot hold threads or starve the probes.
+`host` is the bind address: the default, every IPv4 interface, is what the kubelet's probes and
+Prometheus need (they connect to the pod IP); `--bind-address` narrows it (e.g. `::` for IPv6 pods,
+127.0.0.1 for a local run).
+"""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from autoscaler.httpserve import BoundedHTTPServer, Response, text
+
+DEFAULT_BIND_ADDRESS = "0.0.0.0"
+
 
 def serve(
-    port: int, routes: dict[str, Callable[[], tuple[int, str, bytes]]], host: str = "0.0.0.0"
-) -> ThreadingHTTPServer:
-    """Start a daemon HTTP server; each route returns (status, content type, body)."""
+    port: int, routes: dict[str, Callable[[], tuple[int, str, bytes]]], host: str = DEFAULT_BIND_ADDRESS
+) -> BoundedHTTPServer:
+    """Start a daemon HTTP server; each route returns (status, content type, body). The returned server
+    has `shutdown()` and `server_address`."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            route = routes.get(self.path.split("?", 1)[0])
-            code, ctype, body = route() if route else (404, "text/plain", b"not found\n")
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def handle(target: str) -> Response:
+        route = routes.get(target.split("?", 1)[0])
+        if route is None:
+            return text(404, "not found")
+        code, ctype, body = route()
+        return Response(code, ctype, body)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # probes every few seconds would flood the log
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name=f"http-{port}", daemon=True).start()
-    return server
+    return BoundedHTTPServer(host, port, handle, workers=2, name=f"http-{port}").start()
 
 
 def metrics_route(registry: Any) -> Callable[[], tuple[int, str, bytes]]:

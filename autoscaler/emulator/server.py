@@ -8,6 +8,11 @@ Routes:
   The same JSON is written to `targets_file` (for `file_sd_configs`) whenever the replica set changes.
 - `GET /truth`: the fleet's own totals at the current simulated time (ground truth for tests).
 - `GET /healthz`.
+
+Served by `autoscaler.httpserve.BoundedHTTPServer` (one event loop, a fixed handler pool, timeouts, a
+connection cap): Prometheus keeps one connection per replica target alive, which costs a socket here,
+not a thread. A malformed path (a replica id that is not a small number, a target that is not a path)
+answers 400 or 404; nothing a client sends raises in the handler.
 """
 
 from __future__ import annotations
@@ -18,22 +23,16 @@ import os
 import re
 import threading
 from dataclasses import asdict, is_dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from autoscaler.emulator.exposition import CONTENT_TYPE, render
 from autoscaler.emulator.fleet_driver import FleetDriver, Snapshot
+from autoscaler.httpserve import TEXT, BoundedHTTPServer, Response, text
 
 log = logging.getLogger("autoscaler.emulator")
-_REPLICA_PATH = re.compile(r"^/replica/(\d+)/metrics/?$")
-
-
-class _Server(ThreadingHTTPServer):
-    # Prometheus (or a scraper) opens many connections at once; the default backlog of 5 drops SYNs and
-    # turns a burst of scrapes into 1 s connect retries.
-    request_queue_size = 1024
-    daemon_threads = True
+# Replica ids are small integers: at most 9 digits (int() of thousands of digits raises, or is slow).
+_REPLICA_PATH = re.compile(r"/replica/([0-9]{1,9})/metrics/?")
 
 
 class EmulatorServer:
@@ -48,22 +47,12 @@ class EmulatorServer:
         self._cache_lock = threading.Lock()
         self._created: dict[int, float] = {}
         self._last_ids: tuple[int, ...] | None = None
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                server._handle(self)
-
-        self.httpd = _Server((host, port), Handler)
+        # Prometheus (or a scraper) opens many connections at once: a deep backlog, and many may stay open.
+        self.httpd = BoundedHTTPServer(host, port, self.handle, workers=8, max_connections=4096, backlog=1024,
+                                       name="emulator-http")
         addr = self.httpd.server_address
         self.host, self.port = str(addr[0]), int(addr[1])
-        self._thread: threading.Thread | None = None
+        self._running = False
 
     @property
     def base_url(self) -> str:
@@ -119,45 +108,35 @@ class EmulatorServer:
         tmp.write_text(json.dumps(self.targets(snap)))
         os.replace(tmp, self.targets_file)  # atomic: Prometheus never reads half a file
 
-    def _handle(self, h: BaseHTTPRequestHandler) -> None:
-        path = h.path.split("?", 1)[0]
-        m = _REPLICA_PATH.match(path)
-        body: bytes | None
-        if m:
+    def handle(self, target: str) -> Response:
+        """The answer to GET `target` (path and query)."""
+        path = target.split("?", 1)[0]
+        if path.startswith("/replica/"):
+            m = _REPLICA_PATH.fullmatch(path)
+            if m is None:
+                return text(404, "no such replica path: expected /replica/<id>/metrics with a numeric id")
             body = self.metrics_for(int(m.group(1)))
             if body is None:
-                return self._send(h, 404, b"replica not running\n", "text/plain; charset=utf-8")
-            return self._send(h, 200, body, CONTENT_TYPE)
+                return text(404, "replica not running")
+            return Response(200, CONTENT_TYPE, body)
         if path == "/targets":
-            return self._send(h, 200, json.dumps(self.targets()).encode(), "application/json")
+            return Response(200, "application/json", json.dumps(self.targets()).encode())
         if path == "/truth":
-            return self._send(h, 200, json.dumps(self.truth()).encode(), "application/json")
+            return Response(200, "application/json", json.dumps(self.truth()).encode())
         if path == "/healthz":
-            return self._send(h, 200, b"ok\n", "text/plain; charset=utf-8")
+            return text(200, "ok")
         if path == "/":
             ids = [r.replica_id for r in self.driver.snapshot.replicas]
-            text = "inference-autoscaler emulator\n" + "".join(f"/replica/{i}/metrics\n" for i in ids)
-            return self._send(h, 200, (text + "/targets\n/truth\n").encode(), "text/plain; charset=utf-8")
-        return self._send(h, 404, b"not found\n", "text/plain; charset=utf-8")
-
-    @staticmethod
-    def _send(h: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str) -> None:
-        try:
-            h.send_response(status)
-            h.send_header("Content-Type", ctype)
-            h.send_header("Content-Length", str(len(body)))
-            h.end_headers()
-            h.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+            listing = "inference-autoscaler emulator\n" + "".join(f"/replica/{i}/metrics\n" for i in ids)
+            return Response(200, TEXT, (listing + "/targets\n/truth\n").encode())
+        return text(404, "not found")
 
     def start(self) -> None:
         """Serve in a background thread and start the fleet clock."""
         self.driver.start()
         self.sync_targets_file()
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1},
-                                         name="emulator-http", daemon=True)
-        self._thread.start()
+        self.httpd.start()
+        self._running = True
         self._files = threading.Thread(target=self._files_loop, name="emulator-targets", daemon=True)
         self._stopped = threading.Event()
         self._files.start()
@@ -170,10 +149,8 @@ class EmulatorServer:
                 log.warning("cannot write targets file %s: %s", self.targets_file, e)
 
     def stop(self) -> None:
-        if self._thread is not None:
+        if self._running:
             self._stopped.set()
-            self.httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self.httpd.server_close()
+            self._running = False
+        self.httpd.shutdown()
         self.driver.stop()

@@ -52,6 +52,13 @@ def _own_namespace() -> str:
     help="default Prometheus for policies that name none (else those are scraped directly)",
 )
 @click.option(
+    "--prometheus-allowed-url",
+    "prometheus_allowed_urls",
+    multiple=True,
+    help="a Prometheus a policy's spec.metrics.prometheus.url may name (repeatable); "
+    "--prometheus-url is always allowed, any other URL is refused for that policy",
+)
+@click.option(
     "--rate-window",
     default="1m",
     show_default=True,
@@ -59,6 +66,13 @@ def _own_namespace() -> str:
 )
 @click.option("--metrics-port", type=int, default=8080, show_default=True, help="/metrics port (0: off)")
 @click.option("--health-port", type=int, default=8081, show_default=True, help="/healthz and /readyz port (0: off)")
+@click.option(
+    "--bind-address",
+    default="0.0.0.0",
+    show_default=True,
+    help="address the /metrics and probe servers listen on; the default (all IPv4 interfaces) is what the "
+    "kubelet's probes need; '::' for IPv6 pods, 127.0.0.1 to keep them local",
+)
 @click.option(
     "--leader-elect/--no-leader-elect",
     default=False,
@@ -89,9 +103,11 @@ def run(
     context: str | None,
     namespaces: str,
     prometheus_url: str | None,
+    prometheus_allowed_urls: tuple[str, ...],
     rate_window: str,
     metrics_port: int,
     health_port: int,
+    bind_address: str,
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
@@ -124,6 +140,7 @@ def run(
             retry_period_seconds=retry_period,
             metrics_port=metrics_port or None,
             health_port=health_port or None,
+            bind_address=bind_address,
             max_backoff_seconds=max_backoff,
             workers=max(1, workers),
         )
@@ -132,7 +149,8 @@ def run(
         raise click.ClickException(f"cannot configure the Kubernetes client: {e}") from None
     holder: dict[str, Controller] = {}
     try:
-        source = build_source(prometheus_url, lambda key: holder["c"].pod_addresses(key), rate_window)
+        source = build_source(prometheus_url, lambda key: holder["c"].pod_addresses(key), rate_window,
+                              prometheus_allowed_urls)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--rate-window") from None
     try:

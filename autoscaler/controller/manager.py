@@ -49,6 +49,7 @@ class ControllerConfig:
     max_backoff_seconds: float = 300.0
     loop_granularity_seconds: float = 1.0
     workers: int = 16  # policies reconciled in parallel (API round trips dominate a tick)
+    bind_address: str = "0.0.0.0"  # of the /metrics and probe servers (all IPv4 interfaces: the kubelet's probes)
 
 
 def trim_pod(pod: Obj) -> Obj:
@@ -221,16 +222,18 @@ class Controller:
                         "/healthz": check_route(self.healthz),
                         "/readyz": check_route(self.readyz),
                     },
+                    host=c.bind_address,
                 )
             )
             return
         if c.metrics_port is not None:
-            self._servers.append(serve(c.metrics_port, {"/metrics": metrics_route(self.registry)}))
+            self._servers.append(serve(c.metrics_port, {"/metrics": metrics_route(self.registry)}, host=c.bind_address))
         if c.health_port is not None:
             self._servers.append(
                 serve(
                     c.health_port,
                     {"/healthz": check_route(self.healthz), "/readyz": check_route(self.readyz)},
+                    host=c.bind_address,
                 )
             )
 

@@ -41,11 +41,15 @@ class RoutedSource:
 
 
 def build_source(prometheus_url: str | None, pod_addresses: Callable[[str], list[str]],
-                 rate_window: str = "1m") -> MetricsSource:
+                 rate_window: str = "1m", allowed_prometheus_urls: Sequence[str] = ()) -> MetricsSource:
+    """`allowed_prometheus_urls`: the URLs a policy's own `spec.metrics.prometheus.url` may name, besides
+    `prometheus_url` (any other is refused for that policy: the controller sends no request there)."""
     if not re.fullmatch(r"[1-9][0-9]*(ms|s|m|h)", rate_window):
         raise ValueError(f"rate window {rate_window!r} is not a PromQL duration such as 30s or 1m")
     scrape = ScrapeMetricsSource(lambda policy: pod_addresses(policy.key))
-    prom = PrometheusMetricsSource(prometheus_url or _NO_DEFAULT, builder=PromQLBuilder(window=rate_window))
+    allowed = [*allowed_prometheus_urls, *([prometheus_url] if prometheus_url else [])]
+    prom = PrometheusMetricsSource(prometheus_url or _NO_DEFAULT, builder=PromQLBuilder(window=rate_window),
+                                   allowed_urls=allowed)
     return RoutedSource(FailoverMetricsSource(prom, scrape), scrape, bool(prometheus_url))
 
 

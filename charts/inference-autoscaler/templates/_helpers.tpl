@@ -31,7 +31,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "ia.fullname" .) .Values.serviceAccount.name -}}
 {{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{- required "serviceAccount.name is required when serviceAccount.create=false: name the existing ServiceAccount the chart's ClusterRoles should be bound to (the chart will not bind them to the namespace's default ServiceAccount)" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
 

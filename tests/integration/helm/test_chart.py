@@ -30,8 +30,13 @@ NON_DEFAULT = {
     "dryRun": True,
     "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}},
     "grafanaDashboard": {"enabled": True},
-    "rbac": {"extraScaleResources": [{"apiGroup": "apps", "resource": "statefulsets"}]},
+    "rbac": {"extraScaleResources": [{"apiGroup": "apps", "resource": "statefulsets"}], "kserve": {"enabled": False}},
     "extraArgs": ["--max-backoff=120"],
+    "prometheusAllowedUrls": ["http://prometheus-b.monitoring:9090"],
+    "bindAddress": "::",
+    "networkPolicy": {"enabled": True,
+                      "metricsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}}}]},
+    "serviceAccount": {"create": False, "name": "autoscaler-sa"},
 }
 
 
@@ -90,7 +95,9 @@ def test_rendered_manifests_validate_against_kubernetes_schemas(tmp_path, values
 
 
 def test_values_schema_rejects_unknown_and_out_of_range_values(tmp_path):
-    for bad in ({"bogus": 1}, {"replicaCount": -1}, {"logLevel": "loud"}, {"watchNamespaces": ["Not_A_Label"]}):
+    for bad in ({"bogus": 1}, {"replicaCount": -1}, {"logLevel": "loud"}, {"watchNamespaces": ["Not_A_Label"]},
+                {"prometheusAllowedUrls": ["http://a:9090,http://b:9090"]}, {"prometheusAllowedUrls": ["file:///etc"]},
+                {"bindAddress": "0.0.0.0 --dry-run"}):
         f = tmp_path / "bad.yaml"
         f.write_text(yaml.safe_dump(bad))
         p = subprocess.run([helm(), "template", "rel", str(CHART), "-f", str(f)], capture_output=True, text=True)
@@ -212,3 +219,77 @@ def test_dockerfile_runs_as_a_numeric_non_root_user_and_starts_the_controller():
     assert text.count("FROM ") == 2  # multi-stage
     assert "USER 65532:65532" in text
     assert 'ENTRYPOINT ["inference-autoscaler"]' in text and 'CMD ["run"]' in text
+
+
+def _template_fails(tmp_path: Path, values: dict[str, Any]) -> str:
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml.safe_dump(values))
+    p = subprocess.run([helm(), "template", "rel", str(CHART), "-f", str(f)], capture_output=True, text=True)
+    assert p.returncode != 0, values
+    return p.stderr
+
+
+@pytest.mark.parametrize("entry", [{"apiGroup": "*", "resource": "statefulsets"}, {"apiGroup": "apps", "resource": "*"},
+                                   {"apiGroup": "apps", "resource": "statefulsets/*"},
+                                   {"apiGroup": "apps", "resource": "deployments/scale"}])
+def test_extra_scale_resources_refuse_wildcards_and_subresources(tmp_path, entry):
+    err = _template_fails(tmp_path, {"rbac": {"extraScaleResources": [entry]}})
+    assert "extraScaleResources" in err
+
+
+def test_an_existing_service_account_must_be_named(tmp_path):
+    err = _template_fails(tmp_path, {"serviceAccount": {"create": False}})
+    assert "serviceAccount.name is required" in err
+    _, docs = render(tmp_path, {"serviceAccount": {"create": False, "name": "mine"}})
+    assert not by_kind(docs, "ServiceAccount")
+    subjects = [s for d in by_kind(docs, "ClusterRoleBinding") + by_kind(docs, "RoleBinding") for s in d["subjects"]]
+    assert subjects and all(s["name"] == "mine" for s in subjects)
+    assert by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["serviceAccountName"] == "mine"
+
+
+@pytest.mark.parametrize("namespaces", [[], ["team-a", "team-b"]], ids=["cluster-wide", "per-namespace"])
+def test_kserve_patch_rights_follow_their_toggle_in_both_modes(tmp_path, namespaces):
+    def kserve_grants(docs: list[dict]) -> set[tuple[str, str]]:
+        return {(res, v) for r in _rules(docs) if "serving.kserve.io" in r["apiGroups"]
+                for res in r["resources"] for v in r["verbs"]}
+
+    _, on = render(tmp_path, {"watchNamespaces": namespaces})
+    assert kserve_grants(on) == {("inferenceservices", "get"), ("inferenceservices", "patch"),
+                                 ("llminferenceservices", "get")}
+    bound = [d for d in by_kind(on, "ClusterRoleBinding") + by_kind(on, "RoleBinding")
+             if d["roleRef"]["name"] == "rel-inference-autoscaler-kserve"]
+    if namespaces:
+        assert sorted(d["metadata"]["namespace"] for d in bound) == namespaces
+        assert not any(d["roleRef"]["name"].endswith("-kserve") for d in by_kind(on, "ClusterRoleBinding"))
+    else:
+        assert [d["kind"] for d in bound] == ["ClusterRoleBinding"]
+    _, off = render(tmp_path, {"watchNamespaces": namespaces, "rbac": {"kserve": {"enabled": False}}})
+    assert kserve_grants(off) == set()
+    assert not any(d["roleRef"]["name"].endswith("-kserve") for d in by_kind(off, "ClusterRoleBinding")
+                   + by_kind(off, "RoleBinding"))
+
+
+def test_network_policy_admits_only_the_two_ports(tmp_path):
+    _, docs = render(tmp_path)
+    assert not by_kind(docs, "NetworkPolicy")  # opt-in
+    peers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    _, docs = render(tmp_path, {"networkPolicy": {"enabled": True, "metricsFrom": peers}})
+    (np,) = by_kind(docs, "NetworkPolicy")
+    assert np["spec"]["policyTypes"] == ["Ingress"]
+    assert np["spec"]["podSelector"]["matchLabels"] == by_kind(docs, "Deployment")[0]["spec"]["selector"]["matchLabels"]
+    rules = np["spec"]["ingress"]
+    assert [r["ports"] for r in rules] == [[{"port": 8080, "protocol": "TCP"}], [{"port": 8081, "protocol": "TCP"}]]
+    assert rules[0]["from"] == peers and "from" not in rules[1]
+
+
+def test_prometheus_allow_list_and_bind_address_reach_the_controller(tmp_path):
+    _, docs = render(tmp_path, {"prometheusUrl": "http://prom-a:9090",
+                                "prometheusAllowedUrls": ["http://prom-b:9090", "https://prom-c"]})
+    args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--prometheus-url=http://prom-a:9090" in args
+    assert [a for a in args if a.startswith("--prometheus-allowed-url=")] == [
+        "--prometheus-allowed-url=http://prom-b:9090", "--prometheus-allowed-url=https://prom-c"]
+    assert "--bind-address=0.0.0.0" in args
+    _, docs = render(tmp_path)
+    args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not any(a.startswith("--prometheus-allowed-url") for a in args)  # default: prometheusUrl only

@@ -28,6 +28,7 @@ from autoscaler.sources.plausible import in_range, plausible, plausible_count
 MAX_LINE_CHARS = 16_384
 MAX_LINES = 200_000
 _DEADLINE_EVERY = 2_048  # lines between deadline checks
+_DEADLINE_CHARS = 262_144  # or characters parsed, whichever comes first
 
 
 class ExpositionError(ValueError):
@@ -83,8 +84,6 @@ _LABEL = re.compile(r'[ \t]*+([a-zA-Z_][a-zA-Z0-9_]*+)[ \t]*+=[ \t]*+"((?:[^"\\]
 _NUMBER = re.compile(
     r"[+-]?+(?:(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+|(?i:inf(?:inity)?+|nan))"
 )
-_ESCAPE = re.compile(r"\\(.)", re.S)
-_UNESCAPE = {"\\": "\\", "n": "\n", '"': '"'}
 
 
 def _skip_ws(line: str, pos: int) -> int:
@@ -93,8 +92,13 @@ def _skip_ws(line: str, pos: int) -> int:
 
 
 def _unescape(raw: str) -> str:
-    # As Prometheus: \\, \n and \" are escapes; any other backslash pair is kept as written.
-    return _ESCAPE.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(0)), raw) if "\\" in raw else raw
+    """A label value with Prometheus's escapes undone: \\\\, \\n and \\" are escapes; any other backslash
+    pair is kept as written. Splitting on escaped backslashes first (left to right, as a scanner would
+    pair them) leaves pieces in which `\\n` and `\\"` cannot overlap; all string operations, no per-escape
+    Python call."""
+    if "\\" not in raw:
+        return raw
+    return "\\".join(p.replace("\\n", "\n").replace('\\"', '"') for p in raw.split("\\\\"))
 
 
 def parse_sample(line: str) -> tuple[str, dict[str, str], float]:
@@ -167,9 +171,14 @@ def read_pod_metrics(text: str, engine: EngineMetrics, model: str | None, *,
     if len(lines) > MAX_LINES:
         raise ExpositionError(f"page has over {MAX_LINES} lines")
 
-    def check_deadline(i: int) -> None:
-        if deadline is not None and i % _DEADLINE_EVERY == 0 and time.monotonic() > deadline:
-            raise ExpositionTimeout(f"parsing passed the deadline at line {i}")
+    work = [0]  # characters parsed since the last deadline check
+
+    def check_deadline(i: int, chars: int = 0) -> None:
+        work[0] += chars
+        if deadline is not None and (i % _DEADLINE_EVERY == 0 or work[0] > _DEADLINE_CHARS):
+            work[0] = 0
+            if time.monotonic() > deadline:
+                raise ExpositionTimeout(f"parsing passed the deadline at line {i}")
 
     # Only the lines of wanted samples are parsed: a vLLM page is ~60 % other series.
     kept: list[str] = []
@@ -181,7 +190,7 @@ def read_pod_metrics(text: str, engine: EngineMetrics, model: str | None, *,
     found: dict[SignalName, dict[int, list[tuple[str, dict[str, str], float]]]] = {}
     out = PodMetrics()
     for i, line in enumerate(kept):
-        check_deadline(i)
+        check_deadline(i, len(line))
         try:
             name, labels, value = parse_sample(line.rstrip("\r"))
         except ValueError as e:

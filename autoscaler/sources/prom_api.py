@@ -52,6 +52,18 @@ DEFAULT_MAX_BYTES = 16 << 20
 _HEADERS = {"Accept-Encoding": "identity"}
 
 
+def _short(raw: Any) -> str:
+    """A bounded description of an answer's value for an error message (never the repr of a large or
+    deeply nested structure, which could be slow or recurse too deep)."""
+    if isinstance(raw, str):
+        return repr(raw[:40]) + ("..." if len(raw) > 40 else "")
+    if isinstance(raw, bool | float) or raw is None:
+        return repr(raw)
+    if isinstance(raw, int):
+        return f"an integer of {raw.bit_length()} bits"
+    return f"a {type(raw).__name__}" + (f" of {len(raw)} items" if isinstance(raw, list | dict) else "")
+
+
 def _text(raw: Any) -> str:
     """A short printable form of an error field (never the repr of a large or deep structure)."""
     return raw[:300] if isinstance(raw, str) else type(raw).__name__ if raw is not None else ""
@@ -60,13 +72,13 @@ def _text(raw: Any) -> str:
 def _number(raw: Any) -> float:
     # Prometheus encodes values as strings ("1.5", "NaN", "+Inf").
     if type(raw) not in _NUMBER_TYPES:  # exact types, as json.loads makes them (a bool is not a number)
-        raise SourceError("bad_payload", f"sample value {str(raw)[:40]!r} is not a number string")
+        raise SourceError("bad_payload", f"sample value {_short(raw)} is not a number string")
     if type(raw) is str and len(raw) > 64:  # a float needs at most ~25 characters
         raise SourceError("bad_payload", f"sample value {raw[:40]!r}... is {len(raw)} characters long")
     try:
         return float(raw)
     except (ValueError, OverflowError):  # OverflowError: an int too large for a float
-        raise SourceError("bad_payload", f"sample value {str(raw)[:40]!r} is not a number") from None
+        raise SourceError("bad_payload", f"sample value {_short(raw)} is not a number") from None
 
 
 def _json(body: bytes) -> Any:
@@ -80,10 +92,10 @@ def _json(body: bytes) -> Any:
 
 def _point(raw: Any) -> tuple[float, float]:
     if not isinstance(raw, list) or len(raw) != 2:
-        raise SourceError("bad_payload", f"sample {raw!r} is not [timestamp, value]")
+        raise SourceError("bad_payload", f"sample {_short(raw)} is not [timestamp, value]")
     t = _number(raw[0])
     if not math.isfinite(t):
-        raise SourceError("bad_payload", f"sample timestamp {raw[0]!r} is not finite")
+        raise SourceError("bad_payload", f"sample timestamp {_short(raw[0])} is not finite")
     return t, _number(raw[1])
 
 
@@ -167,7 +179,7 @@ class PrometheusAPI:
             t, v = _point(result)
             return [Sample({}, t, v)]
         if rtype != "vector":
-            raise SourceError("bad_payload", f"instant query answered {rtype!r}, expected a vector")
+            raise SourceError("bad_payload", f"instant query answered {_short(rtype)}, expected a vector")
         out = []
         for item in result:
             if not isinstance(item, dict):
@@ -182,7 +194,7 @@ class PrometheusAPI:
         })
         if data.get("resultType") != "matrix":
             rtype = data.get("resultType")
-            raise SourceError("bad_payload", f"range query answered {rtype!r}, expected a matrix")
+            raise SourceError("bad_payload", f"range query answered {_short(rtype)}, expected a matrix")
         out = []
         for item in data["result"]:
             if not isinstance(item, dict) or not isinstance(item.get("values"), list):

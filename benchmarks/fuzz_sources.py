@@ -50,6 +50,8 @@ def show(name: str, r: FuzzReport, seconds: float) -> bool:
           f"as invalid -> {'PASS' if ok else 'FAIL'}")
     for line in (r.uncaught + r.implausible)[:10]:
         print("   ", line)
+    for i, seconds in r.slow[:10]:
+        print(f"    case {i}: {seconds * 1e3:.0f} ms")
     return ok
 
 

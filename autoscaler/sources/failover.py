@@ -60,6 +60,12 @@ class FailoverMetricsSource:
         self.telemetry = prometheus.telemetry
         self.on_scrape: frozenset[str] = frozenset()  # policies served by the scrape on the last tick
 
+    @property
+    def policy_errors(self) -> dict[str, str]:
+        """Per-policy reasons the last collect could not query a policy at all (e.g. its Prometheus URL is
+        not allowed): for the policy's status; such a policy is not moved to the scrape."""
+        return self.prometheus.policy_errors
+
     def collect(self, policies: Sequence[ModelScalingPolicy], now: float) -> dict[str, Signals]:
         via_prom = [p for p in policies if p.spec.metrics.source == "prometheus"]
         direct = [p for p in policies if p.spec.metrics.source == "scrape"]

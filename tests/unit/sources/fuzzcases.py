@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import random
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ import httpx
 from autoscaler.core.signals import Signals
 from autoscaler.sources.engines import SignalName, engine_metrics
 from autoscaler.sources.exposition import ExpositionError, read_pod_metrics
-from autoscaler.sources.plausible import plausible
+from autoscaler.sources.plausible import plausible, plausible_count
 from autoscaler.sources.prom_api import PrometheusAPI
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 
@@ -48,6 +47,20 @@ def _pathological_labels(rng: random.Random) -> str:
     return "{" + (unit + sep) * n + tail + "}"
 
 
+VALID_NUMBERS = ["0", "1", "3.5", "-1", "NaN", "+Inf", "-Inf", "1e308", "1e309", "-0", "1" * 400, "1e-400", ".5",
+                 "5.", "2.5e+3", "1.5", "0.999999", "1.0000001", "9007199254740993", "12345678"]
+
+
+def _clean_line(rng: random.Random) -> str:
+    """A well-formed sample line with a random (possibly absurd) value: exercises what is accepted."""
+    name = rng.choice(NAMES)
+    labels = {"model_name": rng.choice(["m", "m", "other"]), "engine": str(rng.randint(0, 3))}
+    if name.endswith("_bucket"):
+        labels["le"] = rng.choice(["0.5", "1.0", "2.5", "+Inf"])
+    lab = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+    return f"{name}{lab} {rng.choice(VALID_NUMBERS)}"
+
+
 def _line(rng: random.Random) -> str:
     name = rng.choice(NAMES)
     kind = rng.random()
@@ -73,7 +86,8 @@ def _line(rng: random.Random) -> str:
 
 
 def scrape_page(rng: random.Random) -> str:
-    lines = [_line(rng) for _ in range(rng.randint(1, 40))]
+    make = _clean_line if rng.random() < 0.4 else _line
+    lines = [make(rng) for _ in range(rng.randint(1, 40))]
     if rng.random() < 0.3:
         lines.insert(0, "# TYPE vllm:num_requests_waiting gauge")
     return rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["\n", ""])
@@ -160,8 +174,11 @@ def fuzz_scrape_pages(n: int, seed: int, limit_seconds: float = 1.0) -> FuzzRepo
                 if not (count >= 1 and plausible(sig, total / count if sig is SignalName.KV_CACHE_USAGE else total)):
                     rep.implausible.append(f"case {i}: {sig.value}={total}/{count}")
             for series in m.counters.values():
-                if not all(math.isfinite(v) and v >= 0 for v in series.values()):
+                if not all(plausible_count(v) for v in series.values()):
                     rep.implausible.append(f"case {i}: counter {series}")
+            for buckets in m.buckets.values():
+                if not all(plausible_count(c) and le == le for le, c in buckets.values()):
+                    rep.implausible.append(f"case {i}: buckets {buckets}")
         rep.note_time(i, time.perf_counter() - t0, limit_seconds)
         rep.cases += 1
     return rep

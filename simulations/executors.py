@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 RAY_MISSING = "--ray needs Ray, an optional extra: pip install -e '.[ray]'"
@@ -40,10 +41,11 @@ class RayExecutor(Executor):
             import forecasting
             import simulations
 
-            # Ship this checkout's code so the cluster runs exactly what runs here (its image must
-            # still provide the third-party dependencies: numpy, scipy, pandas, pydantic, ...).
-            ray.init(address=address, log_to_driver=False,
-                     runtime_env={"py_modules": [autoscaler, forecasting, simulations]})
+            # Ship this checkout's code (as folders: the Ray client cannot send module objects) so the
+            # cluster runs exactly what runs here; its image must still provide the third-party
+            # dependencies (numpy, scipy, pandas, pydantic, ...).
+            code = [str(Path(m.__file__).parent) for m in (autoscaler, forecasting, simulations) if m.__file__]
+            ray.init(address=address, log_to_driver=False, runtime_env={"py_modules": code})
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         remote = self._remotes.get(fn)

@@ -20,7 +20,7 @@ RAY_MISSING = "--ray needs Ray, an optional extra: pip install -e '.[ray]'"
 
 
 class RayUnavailable(RuntimeError):
-    """Ray is not installed; the message says how to install it."""
+    """Ray is not installed or the address cannot be used; the message says which and how to fix it."""
 
 
 class RayExecutor(Executor):
@@ -34,18 +34,15 @@ class RayExecutor(Executor):
             raise RayUnavailable(RAY_MISSING) from None
         self._ray = ray
         self._remotes: dict[Callable[..., Any], Any] = {}
-        if address == "local":
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        else:
-            import autoscaler
-            import forecasting
-            import simulations
-
-            # Ship this checkout's code (as folders: the Ray client cannot send module objects) so the
-            # cluster runs exactly what runs here; its image must still provide the third-party
-            # dependencies (numpy, scipy, pandas, pydantic, ...).
-            code = [str(Path(m.__file__).parent) for m in (autoscaler, forecasting, simulations) if m.__file__]
-            ray.init(address=address, log_to_driver=False, runtime_env={"py_modules": code})
+        try:
+            if address == "local":
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False, runtime_env={"py_modules": _code_folders()})
+        except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad address
+            detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise RayUnavailable(f"--ray {address}: cannot start or reach Ray ({type(e).__name__}: {detail})"
+                                 ) from None
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         remote = self._remotes.get(fn)
@@ -66,6 +63,17 @@ class RayExecutor(Executor):
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._ray.shutdown()
+
+
+def _code_folders() -> list[str]:
+    """This checkout's packages as folders, shipped to a cluster (the Ray client cannot send module
+    objects) so it runs exactly the code that runs here; its image must still provide the third-party
+    dependencies (numpy, scipy, pandas, pydantic, ...)."""
+    import autoscaler
+    import forecasting
+    import simulations
+
+    return [str(Path(m.__file__).parent) for m in (autoscaler, forecasting, simulations) if m.__file__]
 
 
 def make_executor(workers: int, ray_address: str | None) -> Executor:

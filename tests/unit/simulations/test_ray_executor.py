@@ -8,6 +8,7 @@ scenarios. Ray is an optional extra (`pip install -e '.[ray]'`); without it thes
 from __future__ import annotations
 
 import json
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -57,3 +58,15 @@ def test_a_failing_ray_task_raises_its_own_one_line_error() -> None:
         with pytest.raises(json.JSONDecodeError) as got:
             pool.submit(json.loads, "{").result()
     assert str(got.value) == str(want.value)
+
+
+def test_without_ray_installed_the_bench_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from autoscaler.cli.bench import bench
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    r = CliRunner().invoke(bench, ["--quick", "--scenarios", "azure-code", "--ray", "local", "--doc", ""])
+    assert r.exit_code == 2 and "pip install -e '.[ray]'" in r.output
+    assert "Traceback" not in r.output
+

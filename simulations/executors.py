@@ -36,7 +36,8 @@ class RayExecutor(Executor):
         self._remotes: dict[Callable[..., Any], Any] = {}
         try:
             if address == "local":
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+                # address="local" always starts a new instance (a bare init would join a running cluster)
+                ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
             else:
                 ray.init(address=address, log_to_driver=False, runtime_env={"py_modules": _code_folders()})
         except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad address

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import requests
-from prometheus_api_client import MetricValueConversionError
+from prometheus_api_client.exceptions import MetricValueConversionError
 from prometheus_api_client.metric_range_df import MetricRangeDataFrame
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry

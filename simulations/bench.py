@@ -12,7 +12,7 @@ import os
 import platform
 import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any
 
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.registry import make_baseline, setting_label
+from simulations.executors import make_executor
 from simulations.runner import RunResult, run, run_oracle
 from simulations.scenario import Scenario, SweepSpec, build_workload, bundled_path, load_scenario
 from simulations.trace import BinnedWorkload, Trace
@@ -73,16 +74,16 @@ def jobs_for(scenarios: list[str], quick: bool, policy_file: str) -> list[Job]:
     return sorted(jobs, key=lambda j: -weight.get(j.policy, 1))
 
 
-def run_jobs(jobs: list[Job], workers: int = 2,
-             on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def run_jobs(jobs: list[Job], workers: int = 2, on_done: Callable[[dict[str, Any]], None] | None = None,
+             ray_address: str | None = None) -> list[dict[str, Any]]:
     out = []
-    if workers <= 1:
+    if workers <= 1 and ray_address is None:
         for j in jobs:
             out.append(run_job(j))
             if on_done:
                 on_done(out[-1])
         return out
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with make_executor(workers, ray_address) as pool:
         futures = [pool.submit(run_job, j) for j in jobs]
         for f in as_completed(futures):
             out.append(f.result())

@@ -43,9 +43,10 @@ def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_s
              namespace_label: str, as_json: bool, out_dir: str | None, timeout: float) -> None:
     """Replay the decision core over a model's history and compare with the replicas that ran."""
     from autoscaler.backtest import fetch_history, replay
+    from autoscaler.backtest.prom_range import PrometheusRange
     from autoscaler.backtest.report import table, write_outputs
     from autoscaler.policy_loader import PolicyError, load_policy_file
-    from autoscaler.sources.prom_api import PrometheusAPI, SourceError
+    from autoscaler.sources.prom_api import SourceError
     from autoscaler.sources.promql import PromQLBuilder
 
     try:
@@ -61,7 +62,7 @@ def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_s
     if t1 <= t0:
         raise click.BadParameter("must be after --start", param_hint="--end")
     builder = PromQLBuilder(namespace_label=namespace_label or None, window=window)
-    api = PrometheusAPI(prometheus_url, timeout_seconds=timeout)
+    api = PrometheusRange(prometheus_url, timeout_seconds=timeout)
     try:
         history = fetch_history(api, policy, t0, t1, step_seconds, builder)
     except SourceError as e:

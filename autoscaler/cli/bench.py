@@ -23,6 +23,7 @@ from simulations.bench import (
     write_markdown_section,
 )
 from simulations.errors import SimulationInputError
+from simulations.executors import RayUnavailable
 from simulations.report import write_json
 from simulations.scenario import scenario_names
 
@@ -33,10 +34,12 @@ from simulations.scenario import scenario_names
 @click.option("--scenarios", default="", help="comma list (default: all)")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), help="policy YAML (default: the shipped one)")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--ray", "ray_address", metavar="ADDRESS",
+              help="run on Ray (optional extra '.[ray]'): a cluster address, 'auto', or 'local' (see docs/ray.md)")
 @click.option("--doc", "doc_path", default="docs/benchmarks.md", show_default=True, type=click.Path(dir_okay=False),
               help="markdown file whose decision-quality section is rewritten ('' to skip)")
 def bench(quick: bool, json_path: str | None, scenarios: str, policy_path: str | None, workers: int,
-          doc_path: str) -> None:
+          doc_path: str, ray_address: str | None) -> None:
     """All scenarios × (ours, oracle, swept static/hpa/keda/kpa): cost to reach 99% SLO attainment."""
     names = [s.strip() for s in scenarios.split(",") if s.strip()] or scenario_names()
     unknown = [n for n in names if n not in scenario_names()]
@@ -53,9 +56,9 @@ def bench(quick: bool, json_path: str | None, scenarios: str, policy_path: str |
                   TimeElapsedColumn(), console=console, disable=not sys.stderr.isatty()) as bar:
         task = bar.add_task("bench", total=len(jobs))
         try:
-            rows = run_jobs(jobs, workers, on_done=lambda r: bar.update(
+            rows = run_jobs(jobs, workers, ray_address=ray_address, on_done=lambda r: bar.update(
                 task, advance=1, description=f"{r['scenario']}: {r['policy']} {r['setting']}"))
-        except SimulationInputError as e:
+        except (SimulationInputError, RayUnavailable) as e:
             raise click.UsageError(str(e)) from None
     table = headline(rows)
     out = Table(title=f"cost to reach 99% attainment (GPU-hours){' — quick' if quick else ''}")

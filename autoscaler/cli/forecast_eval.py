@@ -26,7 +26,7 @@ DEFAULT_HISTORY_SECONDS = 7 * 86400.0
     "series_path",
     required=True,
     type=click.Path(dir_okay=False),
-    help="CSV: a time column in seconds, then one or more value columns.",
+    help="CSV (or .csv.gz/.bz2/.xz/.zip): a time column in seconds, then one or more value columns.",
 )
 @click.option("--column", default=None, help="Value column to evaluate (default: the first value column).")
 @click.option("--horizon", type=float, required=True, help="Forecast horizon in seconds (> 0).")

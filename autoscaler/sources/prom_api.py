@@ -109,6 +109,27 @@ def _labels(raw: Any) -> dict[str, str]:
     return raw
 
 
+def answer_data(where: str, status: int, body: bytes) -> dict[str, Any]:
+    """The `data` object of a Prometheus API answer (`where` = the URL, for messages), or SourceError.
+    Shared with the backtest's client so both report a failed answer the same way."""
+    try:
+        doc = _json(body)
+    except (ValueError, UnicodeDecodeError):
+        if status >= 300:
+            raise SourceError("http_status", f"{where}: HTTP {status}") from None
+        raise SourceError("bad_payload", f"{where}: answer is not JSON") from None
+    if not isinstance(doc, dict):
+        raise SourceError("bad_payload", f"{where}: answer is not a JSON object")
+    if status >= 300 or doc.get("status") != "success":
+        kind: ErrorKind = "http_status" if status >= 300 else "bad_payload"
+        raise SourceError(kind, f"{where}: HTTP {status} {_text(doc.get('errorType'))}: "
+                                f"{_text(doc.get('error'))}")
+    data = doc.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+        raise SourceError("bad_payload", f"{where}: no data.result list")
+    return data
+
+
 class PrometheusAPI:
     """One Prometheus. `timeout_seconds` bounds connect, read and the server-side evaluation;
     `max_bytes` caps a response body."""
@@ -151,24 +172,7 @@ class PrometheusAPI:
             raise SourceError("timeout", f"{self.url}{path}: {type(e).__name__}") from None
         except httpx.TransportError as e:
             raise SourceError("connect", f"{self.url}{path}: {type(e).__name__}: {e}") from None
-        body = b"".join(chunks)
-        del chunks
-        try:
-            doc = _json(body)
-        except (ValueError, UnicodeDecodeError):
-            if status >= 300:
-                raise SourceError("http_status", f"{self.url}{path}: HTTP {status}") from None
-            raise SourceError("bad_payload", f"{self.url}{path}: answer is not JSON") from None
-        if not isinstance(doc, dict):
-            raise SourceError("bad_payload", f"{self.url}{path}: answer is not a JSON object")
-        if status >= 300 or doc.get("status") != "success":
-            kind: ErrorKind = "http_status" if status >= 300 else "bad_payload"
-            raise SourceError(kind, f"{self.url}{path}: HTTP {status} {_text(doc.get('errorType'))}: "
-                                    f"{_text(doc.get('error'))}")
-        data = doc.get("data")
-        if not isinstance(data, dict) or not isinstance(data.get("result"), list):
-            raise SourceError("bad_payload", f"{self.url}{path}: no data.result list")
-        return data
+        return answer_data(f"{self.url}{path}", status, b"".join(chunks))
 
     def query(self, promql: str, time: float) -> list[Sample]:
         """An instant query at `time` (unix seconds). Scalars come back as one sample with no labels."""

@@ -19,10 +19,10 @@ from click.testing import CliRunner
 
 from autoscaler.backtest import fetch_history
 from autoscaler.backtest.openmetrics import HistorySpec, history_file
+from autoscaler.backtest.prom_range import PrometheusRange
 from autoscaler.cli.backtest import backtest
 from autoscaler.sources.engines import SignalName
 from autoscaler.sources.histogram import quantile_of
-from autoscaler.sources.prom_api import PrometheusAPI
 from simulations.trace import Trace
 from simulations.trace_loaders import load_azure_csv
 from tests.prometheus_server import PrometheusProcess, require_binary
@@ -75,7 +75,7 @@ def history_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
 def test_history_is_read_with_the_live_source_promql(history_prometheus: tuple[PrometheusProcess, Trace]) -> None:
     prom, trace = history_prometheus
     start, end = trace.start_epoch + 120, trace.start_epoch + 3300
-    api = PrometheusAPI(prom.url)
+    api = PrometheusRange(prom.url)
     h = fetch_history(api, msp("llama", namespace="prod"), start, end, 60.0)
     rate = h.signals[SignalName.PROMPT_TOKENS_RATE]
     assert np.isfinite(rate).all()

@@ -24,7 +24,7 @@ from autoscaler.controller.telemetry import ChainedRegistry, ControllerMetrics
 from autoscaler.observe.pods import INTERESTING_EVENT_REASONS
 from autoscaler.policy import API_GROUP, PLURAL
 from autoscaler.sources.base import MetricsSource
-from autoscaler.targets.api import set_request_timeout
+from autoscaler.targets.api import bound_retries, set_request_timeout
 from autoscaler.targets.owners import trim_autoscaler
 
 log = logging.getLogger(__name__)
@@ -168,6 +168,7 @@ class Controller:
                     )
                 )
         set_request_timeout(min(5.0, config.api_timeout_seconds), config.api_timeout_seconds)
+        bound_retries(api_client)
         self.metrics = ControllerMetrics()
         self.elector: LeaderElector | None = None
         if config.leader_elect:

@@ -16,6 +16,7 @@ from kubernetes.client.rest import ApiException
 __all__ = [
     "API_ERRORS",
     "ApiException",
+    "bound_retries",
     "call_json",
     "is_conflict",
     "is_not_found",
@@ -43,6 +44,16 @@ def set_request_timeout(connect_seconds: float, read_seconds: float) -> None:
 
 def request_timeout() -> tuple[float, float]:
     return _timeout
+
+
+def bound_retries(api_client: Any) -> None:
+    """No retry after a read timeout. urllib3 retries an idempotent request 3 times by default, so one
+    API server that never answers would cost 4 timeouts per call; a refused connection is still retried."""
+    pool_manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if pool_manager is None:
+        return
+    pool_manager.connection_pool_kw["retries"] = urllib3.Retry(total=3, connect=3, read=0, status=0, redirect=3)
+    pool_manager.clear()  # pools made before this keep their own settings
 
 
 def call_json(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -151,9 +151,8 @@ def test_a_corrupt_stored_state_is_discarded_with_a_warning_not_fatal(kube, api,
     assert condition(st, "Ready")["status"] == "True"
     assert st["coreState"]["decisions"], "a fresh state was written back"
     assert c.metrics.state_discarded._value.get() == 1
-    assert [e["reason"] for e in kube.items("", "events") if e["involvedObject"]["name"] == "bad"][0] == (
-        "StateDiscarded"
-    )
+    reasons = [e["reason"] for e in kube.items("", "events") if e["involvedObject"]["name"] == "bad"]
+    assert "StateDiscarded" in reasons
 
 
 def test_a_hung_target_read_does_not_hold_up_the_other_policies(kube, api, source):

@@ -112,7 +112,7 @@ class MetricsSpec(_Spec):
     )
     prometheus: PrometheusSource = PrometheusSource()
     scrape: ScrapeSource = ScrapeSource()
-    label_selector: dict[str, str] = Field(
+    label_selector: dict[str, Annotated[str, Field(max_length=253)]] = Field(
         default_factory=dict, max_length=32, description="extra label matchers added to every query"
     )
     staleness_seconds: float = Field(
@@ -188,8 +188,12 @@ class FloorWindow(_Spec):
     """A time-of-day floor: at least `minReplicas` between `start` and `end` on `days`."""
 
     days: list[Weekday] = Field(default_factory=lambda: [*_ALL_DAYS], min_length=1, max_length=7)
-    start: str = Field(description="HH:MM, inclusive")
-    end: str = Field(description="HH:MM, exclusive; may be earlier than start to cross midnight")
+    start: str = Field(max_length=5, description="HH:MM, inclusive", json_schema_extra={"pattern": _HHMM.pattern})
+    end: str = Field(
+        max_length=5,
+        description="HH:MM, exclusive; may be earlier than start to cross midnight",
+        json_schema_extra={"pattern": _HHMM.pattern},
+    )
     min_replicas: Replicas
     timezone: str = Field(default="UTC", min_length=1, max_length=MAX_TIMEZONE_LENGTH, pattern=_TZ_PATTERN)
 

@@ -119,7 +119,8 @@ def _format_path(loc: Iterable[Any]) -> str:
 def parse_policy(data: Any, source: str = "<policy>", node: yaml.Node | None = None) -> ModelScalingPolicy:
     """Validate one already-parsed document. Raises PolicyError listing every problem."""
     if not isinstance(data, dict):
-        raise PolicyError([PolicyProblem(source, None, "", "a policy must be a YAML mapping with "
+        line = node.start_mark.line + 1 if node is not None else None
+        raise PolicyError([PolicyProblem(source, line, "", "a policy must be a YAML mapping with "
                                          "apiVersion, kind, metadata and spec")])
     try:
         return ModelScalingPolicy.model_validate(data)
@@ -183,6 +184,11 @@ def load_policies_text(text: str, source: str = "<policy>") -> list[ModelScaling
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(e, "problem", None) or str(e)
+        if isinstance(e, yaml.reader.ReaderError):  # a character YAML forbids: its line from its position
+            line = text.count("\n", 0, max(0, e.position)) + 1
+            code = ord(e.character) if isinstance(e.character, str) else int(e.character)
+            problem = f"character U+{code:04X} is not allowed in YAML ({e.reason})"
+        problem = " ".join(str(problem).split())
         kind = "YAML syntax error" if isinstance(e, yaml.scanner.ScannerError | yaml.parser.ParserError) else "YAML"
         raise PolicyError([PolicyProblem(source, line, "", f"{kind}: {problem}")]) from None
     except RecursionError:

@@ -7,9 +7,9 @@ import time
 
 import yaml
 
-from benchmarks.fuzz_policy import BASE_FILE, _case, _fields
 from autoscaler.crd import spec_schema
 from autoscaler.policy_loader import PolicyError, load_policies_text
+from benchmarks.fuzz_policy import BASE_FILE, _case, _fields
 from tests.unit.controller.conftest import GROUP, add_deployment, add_gpu_node, condition, make_controller, status_of
 
 

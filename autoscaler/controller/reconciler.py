@@ -183,11 +183,13 @@ class Reconciler:
             else:
                 valid.append((policy, raw, rt))
         self.metrics.invalid_policies.set(sum(1 for rt in self.runtimes.values() if rt.invalid))
-        if valid:
-            self._reconcile(valid, raws, now, report)
-        for _raw, rt in due:  # whatever happened, no due policy is retried before its next slot
-            if rt.next_due <= now and not self._busy(rt):
-                rt.next_due = now + self._interval(rt)
+        try:
+            if valid:
+                self._reconcile(valid, raws, now, report)
+        finally:
+            for _raw, rt in due:  # whatever happened, no due policy is retried before its next slot
+                if rt.next_due <= now and not self._busy(rt):
+                    rt.next_due = now + self._interval(rt)
         report.seconds = time.perf_counter() - started
         self.metrics.tick_seconds.observe(report.seconds)
         self.metrics.tick_policies.set(report.reconciled)

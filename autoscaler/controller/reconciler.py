@@ -50,7 +50,15 @@ from autoscaler.policy_loader import PolicyError, parse_policy
 from autoscaler.sources.base import MetricsSource
 from autoscaler.targets import ScaleReading, ScaleTarget, TargetBlocked, TargetNotFound
 from autoscaler.targets.api import API_ERRORS, ApiException, call_json
-from autoscaler.targets.owners import Claim, OtherAutoscaler, find_conflict, other_autoscalers, target_keys
+from autoscaler.targets.owners import (
+    Claim,
+    OtherAutoscaler,
+    TargetKey,
+    find_conflict,
+    other_autoscalers,
+    owners,
+    target_keys,
+)
 from autoscaler.targets.resolve import PluralResolver, TargetApis, resolve_target
 from forecasting import ForecastConfig
 
@@ -208,7 +216,7 @@ class Reconciler:
         events = events_by_pod_uid(self.list_events())
         gpus_used = gpu_usage_by_node(pods)
         node_created = node_creation_times(nodes)
-        claims = self._claims(raws)
+        owner_of = owners(self._claims(raws))
         autoscalers = self._autoscalers()
 
         # API round trips dominate a tick: run them for many policies at once (each policy's own steps
@@ -216,7 +224,7 @@ class Reconciler:
         def read(v: tuple[ModelScalingPolicy, Obj, PolicyRuntime]) -> _Prepared | None:
             policy, raw, rt = v
             return self._guarded(
-                raw, rt, now, "read target", self._read_target, policy, raw, rt, index, now, claims, autoscalers
+                raw, rt, now, "read target", self._read_target, policy, raw, rt, index, now, owner_of, autoscalers
             )
 
         reads = self._run_phase(read, valid, [rt for _, _, rt in valid])
@@ -298,12 +306,12 @@ class Reconciler:
             out.append(Claim(key, created, target_keys(rt.policy.spec.target_ref, rt.policy.metadata.namespace)))
         return out
 
-    def _autoscalers(self) -> list[OtherAutoscaler]:
+    def _autoscalers(self) -> dict[TargetKey, OtherAutoscaler]:
         try:
             return other_autoscalers(self.list_autoscalers())
         except Exception as e:  # an unreadable HPA must not stop the tick; the write path stays conditional
             log.warning("could not read other autoscalers: %s", e)
-            return []
+            return {}
 
     # -- steps -------------------------------------------------------------------------------------
     @staticmethod
@@ -393,8 +401,8 @@ class Reconciler:
         rt: PolicyRuntime,
         index: PodIndex,
         now: float,
-        claims: Sequence[Claim] = (),
-        autoscalers: Sequence[OtherAutoscaler] = (),
+        owner_of: Mapping[TargetKey, Claim] | None = None,
+        autoscalers: Mapping[TargetKey, OtherAutoscaler] | None = None,
     ) -> _Prepared | None:
         ns = policy.metadata.namespace  # a target is only ever looked up in the policy's own namespace
         spec = policy.spec
@@ -410,9 +418,8 @@ class Reconciler:
         except API_ERRORS as e:
             self._api_failure(raw, rt, now, spec.interval_seconds, "read target", e)
             return None
-        conflict = find_conflict(
-            Claim(policy.key, "", target_keys(spec.target_ref, ns)), claims, autoscalers
-        )
+        claim = Claim(policy.key, "", target_keys(spec.target_ref, ns))
+        conflict = find_conflict(claim, owner_of or {}, autoscalers or {})
         if conflict is not None and reading.blocked is None:
             reading = replace(reading, blocked=TargetBlocked(*conflict))
         pods = index.select(ns, reading.selector)

@@ -10,7 +10,7 @@ workload they delegate to (an HPA may name `<isvc>-predictor` directly).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,8 +62,9 @@ def trim_autoscaler(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def other_autoscalers(objs: Iterable[Mapping[str, Any]]) -> list[OtherAutoscaler]:
-    out = []
+def other_autoscalers(objs: Iterable[Mapping[str, Any]]) -> dict[TargetKey, OtherAutoscaler]:
+    """HPAs and ScaledObjects by the target they scale (the first one seen per target)."""
+    out: dict[TargetKey, OtherAutoscaler] = {}
     for obj in objs:
         meta = obj.get("metadata") or {}
         ref = (obj.get("spec") or {}).get("scaleTargetRef") or {}
@@ -72,7 +73,7 @@ def other_autoscalers(objs: Iterable[Mapping[str, Any]]) -> list[OtherAutoscaler
         # KEDA defaults scaleTargetRef to apps/v1 Deployment; an HPA always names both.
         api_version, kind_ = str(ref.get("apiVersion") or "apps/v1"), str(ref.get("kind") or "Deployment")
         target = _key(ns, api_version, kind_, str(ref.get("name")))
-        out.append(OtherAutoscaler(kind, ns, str(meta.get("name")), target))
+        out.setdefault(target, OtherAutoscaler(kind, ns, str(meta.get("name")), target))
     return out
 
 
@@ -89,19 +90,31 @@ class Claim:
         return self.created, self.policy_key
 
 
+def owners(claims: Iterable[Claim]) -> dict[TargetKey, Claim]:
+    """The owning claim of every claimed target (built once per tick: conflicts are then O(1) each)."""
+    out: dict[TargetKey, Claim] = {}
+    for c in claims:
+        for key in c.keys:
+            if key not in out or c.rank < out[key].rank:
+                out[key] = c
+    return out
+
+
 def find_conflict(
-    claim: Claim, claims: Sequence[Claim], autoscalers: Sequence[OtherAutoscaler]
+    claim: Claim, owner_of: Mapping[TargetKey, Claim], autoscalers: Mapping[TargetKey, OtherAutoscaler]
 ) -> tuple[str, str] | None:
     """(reason, message) when `claim` must not write its target, naming the other owner; else None."""
-    for other in autoscalers:
-        if other.target in claim.keys:
+    for key in sorted(claim.keys):
+        other = autoscalers.get(key)
+        if other is not None:
             return (
                 "Conflict",
                 f"{other.description} also scales {other.target[2]} {other.target[3]}; two autoscalers on one "
                 f"target fight over its replicas, so this policy does not write it. Delete the {other.kind} "
                 "or this policy",
             )
-    owner = min((c for c in claims if c.keys & claim.keys), key=lambda c: c.rank, default=claim)
+    found = [owner_of[k] for k in claim.keys if k in owner_of]
+    owner = min(found, key=lambda c: c.rank, default=claim)
     if owner.policy_key != claim.policy_key:
         return (
             "Conflict",

@@ -507,7 +507,13 @@ class Reconciler:
     # -- status, events, metrics -------------------------------------------------------------------
     def _base_status(self, raw: Obj, rt: PolicyRuntime) -> Obj:
         base = rt.status if rt.status is not None else (raw.get("status") or {})
-        return {k: (list(v) if isinstance(v, list) else v) for k, v in base.items()}
+        if not isinstance(base, dict):
+            base = {}
+        out = {k: (list(v) if isinstance(v, list) else v) for k, v in base.items()}
+        conds = out.get("conditions")
+        if conds is not None:  # whatever else was stored there, conditions are a list of mappings
+            out["conditions"] = [c for c in conds if isinstance(c, dict)] if isinstance(conds, list) else []
+        return out
 
     def _patch_status(self, raw: Obj, rt: PolicyRuntime, status: Obj) -> None:
         old = rt.status if rt.status is not None else (raw.get("status") or {})

@@ -155,6 +155,18 @@ def test_a_corrupt_stored_state_is_discarded_with_a_warning_not_fatal(kube, api,
     assert "StateDiscarded" in reasons
 
 
+@pytest.mark.parametrize("conditions", ["x", [1, "a", None], {"type": "Ready"}])
+def test_garbage_stored_conditions_are_replaced_not_fatal(kube, api, source, conditions):
+    _two_policies(kube)
+    bad = kube.get(GROUP, "modelscalingpolicies", "models", "bad")
+    assert bad is not None
+    bad["status"] = {"conditions": conditions, "coreState": {"decisions": [[1, "a"]]}}
+    kube.put(GROUP, "modelscalingpolicies", bad)
+    report = make_controller(api, source).run_once()
+    assert report.reconciled == 2 and report.errors == 0
+    assert condition(status_of(kube, "bad"), "Ready")["status"] == "True"
+
+
 def test_a_hung_target_read_does_not_hold_up_the_other_policies(kube, api, source):
     """The API server accepts the request for one target and never answers: the tick still ends on time."""
     _two_policies(kube)

@@ -6,6 +6,7 @@ Unknown fields are errors everywhere: a typo must never be silently ignored.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any, Literal
 
@@ -24,15 +25,52 @@ Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 WEEKDAYS: tuple[str, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _ALL_DAYS: tuple[Weekday, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
-PositiveSeconds = Annotated[float, Field(gt=0)]
-NonNegativeSeconds = Annotated[float, Field(ge=0)]
+# Physical bounds. Every number a policy holds is bounded, so that no value the CRD (or `validate`) accepts
+# can overflow, exhaust memory or stall a decision: see docs/reliability.md.
+MINUTE, HOUR, DAY, WEEK = 60.0, 3600.0, 86400.0, 604800.0
+MAX_REPLICAS = 10_000  # replicas of one model; far above any real fleet, far below an overflow
+MAX_PERCENT = 1000.0  # a step of 10x the current count per period
+MAX_STAGE_SECONDS = 2 * HOUR  # one cold-start stage prior (lead time ≤ 5 stages × the spread's quantile)
+MAX_FORECAST_HISTORY_STEPS = 100_000  # the forecaster's ring buffer (default: 14 days at 60 s = 20,160)
+MIN_FORECAST_HISTORY_STEPS = 10
+MAX_TIMEZONE_LENGTH = 64  # the longest IANA name is 32 characters
+
+PositiveSeconds = Annotated[float, Field(gt=0, le=DAY)]
+NonNegativeSeconds = Annotated[float, Field(ge=0, le=DAY)]
+StageSeconds = Annotated[float, Field(ge=0, le=MAX_STAGE_SECONDS)]
+Percent = Annotated[float, Field(gt=0, le=MAX_PERCENT)]
+Replicas = Annotated[int, Field(ge=0, le=MAX_REPLICAS)]
 _HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
+_TZ_PATTERN = r"^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@functools.lru_cache(maxsize=1)
+def _time_zones() -> frozenset[str]:
+    from zoneinfo import available_timezones
+
+    return frozenset(available_timezones())
+
+
+def is_time_zone(name: str) -> bool:
+    """A name zoneinfo can load as a zone: not a directory ('America'), not a path, not 300 characters.
+    Checked at validation time so that the controller never meets a zone it cannot load."""
+    if not (0 < len(name) <= MAX_TIMEZONE_LENGTH) or not re.fullmatch(_TZ_PATTERN, name):
+        return False
+    if name not in _time_zones() and name != "UTC":
+        return False
+    from zoneinfo import ZoneInfo
+
+    try:
+        ZoneInfo(name)
+    except Exception:  # ZoneInfoNotFoundError, IsADirectoryError, OSError, ValueError: not a zone
+        return False
+    return True
 
 
 class _Spec(BaseModel):
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False
     )
 
 
@@ -40,8 +78,8 @@ class TargetRef(_Spec):
     """What to scale. Deployment, LeaderWorkerSet and any resource with a `/scale` subresource are
     scaled through `/scale`; KServe InferenceService and LLMInferenceService get their own handling."""
 
-    api_version: str = Field(min_length=1, description="e.g. apps/v1, serving.kserve.io/v1beta1")
-    kind: str = Field(min_length=1, description="Deployment, InferenceService, LLMInferenceService, ...")
+    api_version: str = Field(min_length=1, max_length=253, description="e.g. apps/v1, serving.kserve.io/v1beta1")
+    kind: str = Field(min_length=1, max_length=63, description="Deployment, InferenceService, LLMInferenceService, ...")
     name: str = Field(min_length=1, max_length=253)
 
     @field_validator("api_version")
@@ -54,15 +92,15 @@ class TargetRef(_Spec):
 
 class PrometheusSource(_Spec):
     url: str | None = Field(
-        default=None, description="Prometheus base URL; defaults to the controller's --prometheus-url"
+        default=None, max_length=2048, description="Prometheus base URL; defaults to the controller's --prometheus-url"
     )
 
 
 class ScrapeSource(_Spec):
     port: int = Field(default=8000, ge=1, le=65535)
-    path: str = Field(default="/metrics", pattern=r"^/")
+    path: str = Field(default="/metrics", pattern=r"^/", max_length=1024)
     scheme: Literal["http", "https"] = "http"
-    timeout_seconds: PositiveSeconds = 2.0
+    timeout_seconds: float = Field(default=2.0, gt=0, le=MINUTE)
 
 
 class MetricsSpec(_Spec):
@@ -74,23 +112,23 @@ class MetricsSpec(_Spec):
     )
     prometheus: PrometheusSource = PrometheusSource()
     scrape: ScrapeSource = ScrapeSource()
-    label_selector: dict[str, str] = Field(
-        default_factory=dict, description="extra label matchers added to every query"
+    label_selector: dict[str, Annotated[str, Field(max_length=253)]] = Field(
+        default_factory=dict, max_length=32, description="extra label matchers added to every query"
     )
-    staleness_seconds: PositiveSeconds = Field(
-        default=60.0, description="a signal older than this is treated as missing"
+    staleness_seconds: float = Field(
+        default=60.0, gt=0, le=HOUR, description="a signal older than this is treated as missing"
     )
 
 
 class ModelSpec(_Spec):
-    name: str = Field(min_length=1, description="the engine's model_name label")
+    name: str = Field(min_length=1, max_length=253, description="the engine's model_name label")
     engine: Engine = "vllm"
     gpus_per_replica: int = Field(default=1, ge=1, le=1024)
 
 
 class SLOSpec(_Spec):
-    ttft_seconds: PositiveSeconds | None = 2.0
-    queue_time_seconds: PositiveSeconds | None = None
+    ttft_seconds: Annotated[float, Field(gt=0, le=HOUR)] | None = 2.0
+    queue_time_seconds: Annotated[float, Field(gt=0, le=HOUR)] | None = None
     quantile: float = Field(default=0.99, gt=0, lt=1, description="share of requests that must meet it")
 
     @model_validator(mode="after")
@@ -119,7 +157,9 @@ class SLOFeedbackSpec(_Spec):
     max: float = Field(default=3.0, ge=1, le=10, description="highest factor (least load per replica)")
     relax_seconds: PositiveSeconds = Field(
         default=1800.0, description="e-folding time of the factor's fall while the SLO holds with margin")
-    min_requests: int = Field(default=20, ge=1, description="judge the SLO only on windows with this many")
+    min_requests: int = Field(
+        default=20, ge=1, le=1_000_000, description="judge the SLO only on windows with this many"
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> SLOFeedbackSpec:
@@ -132,24 +172,30 @@ class CapacitySpec(_Spec):
     """Per-replica capacity prior. One replica serves `promptTokensPerSecond` of prefill OR
     `generationTokensPerSecond` of decode at saturation; a mix shares its time."""
 
-    prompt_tokens_per_second: PositiveSeconds = 15000.0
-    generation_tokens_per_second: PositiveSeconds = 2500.0
-    max_concurrency: int | None = Field(default=None, ge=1, description="sequences one replica runs at once")
+    prompt_tokens_per_second: float = Field(default=15000.0, gt=0, le=1e8)
+    generation_tokens_per_second: float = Field(default=2500.0, gt=0, le=1e8)
+    max_concurrency: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="sequences one replica runs at once"
+    )
     target_utilization: float = Field(default=0.75, gt=0, le=1)
     learn: bool = True
     learn_min_factor: float = Field(default=0.5, gt=0, le=1, description="learned capacity ≥ prior × this")
-    learn_max_factor: float = Field(default=2.0, ge=1, description="learned capacity ≤ prior × this")
+    learn_max_factor: float = Field(default=2.0, ge=1, le=100, description="learned capacity ≤ prior × this")
     slo_feedback: SLOFeedbackSpec = SLOFeedbackSpec()
 
 
 class FloorWindow(_Spec):
     """A time-of-day floor: at least `minReplicas` between `start` and `end` on `days`."""
 
-    days: list[Weekday] = Field(default_factory=lambda: [*_ALL_DAYS], min_length=1)
-    start: str = Field(description="HH:MM, inclusive")
-    end: str = Field(description="HH:MM, exclusive; may be earlier than start to cross midnight")
-    min_replicas: int = Field(ge=0)
-    timezone: str = "UTC"
+    days: list[Weekday] = Field(default_factory=lambda: [*_ALL_DAYS], min_length=1, max_length=7)
+    start: str = Field(max_length=5, description="HH:MM, inclusive", json_schema_extra={"pattern": _HHMM.pattern})
+    end: str = Field(
+        max_length=5,
+        description="HH:MM, exclusive; may be earlier than start to cross midnight",
+        json_schema_extra={"pattern": _HHMM.pattern},
+    )
+    min_replicas: Replicas
+    timezone: str = Field(default="UTC", min_length=1, max_length=MAX_TIMEZONE_LENGTH, pattern=_TZ_PATTERN)
 
     @field_validator("start", "end")
     @classmethod
@@ -161,19 +207,29 @@ class FloorWindow(_Spec):
     @field_validator("timezone")
     @classmethod
     def _tz(cls, v: str) -> str:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(v)
-        except (ZoneInfoNotFoundError, ValueError) as e:
-            raise ValueError("must be an IANA time zone such as UTC or Europe/Berlin") from e
+        if not is_time_zone(v):
+            raise ValueError("must be an IANA time zone such as UTC or Europe/Berlin")
         return v
 
 
+def _cel(*rules: tuple[str, str]) -> ConfigDict:
+    """Cross-field rules for the CRD (CEL), mirroring the model validators so the API server agrees."""
+    return ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [{"rule": r, "message": m} for r, m in rules]}
+    )
+
+
 class ReplicasSpec(_Spec):
-    min: int = Field(default=1, ge=0)
-    max: int = Field(default=10, ge=1)
-    floor_schedule: list[FloorWindow] = Field(default_factory=list)
+    model_config = _cel(
+        ("!has(self.min) || !has(self.max) || self.min <= self.max", "min must be ≤ max"),
+        (
+            "!has(self.floorSchedule) || !has(self.max) || self.floorSchedule.all(w, w.minReplicas <= self.max)",
+            "floorSchedule[].minReplicas must be ≤ max",
+        ),
+    )
+    min: int = Field(default=1, ge=0, le=MAX_REPLICAS)
+    max: int = Field(default=10, ge=1, le=MAX_REPLICAS)
+    floor_schedule: list[FloorWindow] = Field(default_factory=list, max_length=64)
 
     @model_validator(mode="after")
     def _ordered(self) -> ReplicasSpec:
@@ -186,25 +242,49 @@ class ReplicasSpec(_Spec):
 
 
 class ForecastSpec(_Spec):
+    model_config = _cel(
+        (
+            "!has(self.historySeconds) || !has(self.stepSeconds) || "
+            f"(self.historySeconds >= {MIN_FORECAST_HISTORY_STEPS}.0 * self.stepSeconds && "
+            f"self.historySeconds <= {MAX_FORECAST_HISTORY_STEPS}.0 * self.stepSeconds)",
+            f"historySeconds must hold {MIN_FORECAST_HISTORY_STEPS} to {MAX_FORECAST_HISTORY_STEPS} steps "
+            "of stepSeconds",
+        ),
+    )
     enabled: bool = True
     method: Literal["auto", "holt", "seasonal", "last", "seasonal-naive"] = "auto"
-    quantile: float = Field(default=0.9, ge=0.5, lt=1)
-    history_seconds: PositiveSeconds = 14 * 86400.0
-    step_seconds: PositiveSeconds = 60.0
-    refit_every_seconds: PositiveSeconds = 3600.0
+    quantile: float = Field(default=0.9, ge=0.5, le=0.999)
+    history_seconds: float = Field(default=14 * DAY, ge=60, le=5 * WEEK, description="at least 10 steps")
+    step_seconds: float = Field(default=60.0, ge=1, le=HOUR, description="bucket width of the demand series")
+    refit_every_seconds: float = Field(default=3600.0, ge=60, le=WEEK)
+
+    @model_validator(mode="after")
+    def _history_in_steps(self) -> ForecastSpec:
+        steps = self.history_seconds / self.step_seconds
+        if steps < MIN_FORECAST_HISTORY_STEPS:
+            raise ValueError(
+                f"historySeconds ({self.history_seconds:g}) must hold at least {MIN_FORECAST_HISTORY_STEPS} "
+                f"steps of stepSeconds ({self.step_seconds:g})"
+            )
+        if steps > MAX_FORECAST_HISTORY_STEPS:
+            raise ValueError(
+                f"historySeconds / stepSeconds ({steps:.0f}) must be at most {MAX_FORECAST_HISTORY_STEPS}: "
+                "raise stepSeconds or shorten historySeconds"
+            )
+        return self
 
 
 class ColdStartSpec(_Spec):
     """Priors for each cold-start stage (median seconds), learned from what pods and nodes report."""
 
-    scheduling_seconds: NonNegativeSeconds = Field(default=2.0, description="free GPU on a ready node")
-    node_provisioning_seconds: NonNegativeSeconds = Field(default=100.0, description="a new GPU node")
-    image_pull_seconds: NonNegativeSeconds = Field(default=300.0, description="image not cached on node")
-    weight_load_seconds: NonNegativeSeconds = 20.0
-    warmup_seconds: NonNegativeSeconds = 60.0
-    spread: float = Field(default=0.3, ge=0, le=3, description="lognormal sigma of the prior")
+    scheduling_seconds: StageSeconds = Field(default=2.0, description="free GPU on a ready node")
+    node_provisioning_seconds: StageSeconds = Field(default=100.0, description="a new GPU node")
+    image_pull_seconds: StageSeconds = Field(default=300.0, description="image not cached on node")
+    weight_load_seconds: StageSeconds = 20.0
+    warmup_seconds: StageSeconds = 60.0
+    spread: float = Field(default=0.3, ge=0, le=1, description="lognormal sigma of the prior")
     learn: bool = True
-    quantile: float = Field(default=0.9, ge=0.5, lt=1, description="lead-time quantile to plan with")
+    quantile: float = Field(default=0.9, ge=0.5, le=0.999, description="lead-time quantile to plan with")
     unschedulable_limit_seconds: PositiveSeconds = Field(
         default=900.0, description="replicas unschedulable longer than this are reported, not piled on"
     )
@@ -214,14 +294,14 @@ class PanicSpec(_Spec):
     """When the SLO is already breached, scale up without the usual rate limit and hold scale-down."""
 
     enabled: bool = True
-    queue_time_ratio: float = Field(default=1.0, gt=0, description="panic when queue time > SLO × this")
+    queue_time_ratio: float = Field(default=1.0, gt=0, le=100, description="panic when queue time > SLO × this")
     hold_seconds: PositiveSeconds = 120.0
-    max_step_percent: float = Field(default=400.0, gt=0)
+    max_step_percent: Percent = 400.0
 
 
 class ScaleUpSpec(_Spec):
-    max_step_replicas: int = Field(default=8, ge=1)
-    max_step_percent: float = Field(default=100.0, gt=0)
+    max_step_replicas: int = Field(default=8, ge=1, le=MAX_REPLICAS)
+    max_step_percent: Percent = 100.0
     period_seconds: PositiveSeconds = 30.0
     backlog_drain_seconds: PositiveSeconds = Field(
         default=120.0, description="drain the projected queue within this long after capacity arrives"
@@ -235,7 +315,7 @@ class ScaleDownSpec(_Spec):
         description="defaults to max(600 s, the high-quantile cold start): a removed replica should be "
         "unlikely to be needed again within one cold start",
     )
-    max_step_replicas: int = Field(default=1, ge=1)
+    max_step_replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
     max_step_percent: float = Field(default=50.0, gt=0, le=100)
     period_seconds: PositiveSeconds = 60.0
 
@@ -244,7 +324,9 @@ class MissingMetricsSpec(_Spec):
     """What stale or absent demand signals lead to. None of them ever scales down."""
 
     action: Literal["hold", "floor", "fixed"] = "hold"
-    replicas: int | None = Field(default=None, ge=0, description="for action=fixed: at least this many")
+    replicas: int | None = Field(
+        default=None, ge=0, le=MAX_REPLICAS, description="for action=fixed: at least this many"
+    )
 
     @model_validator(mode="after")
     def _fixed_needs_replicas(self) -> MissingMetricsSpec:
@@ -254,6 +336,13 @@ class MissingMetricsSpec(_Spec):
 
 
 class PolicySpec(_Spec):
+    model_config = _cel(
+        (
+            "!has(self.onMissingMetrics) || !has(self.onMissingMetrics.replicas) || !has(self.replicas) || "
+            "!has(self.replicas.max) || self.onMissingMetrics.replicas <= self.replicas.max",
+            "onMissingMetrics.replicas must be ≤ replicas.max",
+        ),
+    )
     target_ref: TargetRef
     model: ModelSpec
     metrics: MetricsSpec = MetricsSpec()
@@ -265,7 +354,7 @@ class PolicySpec(_Spec):
     scale_up: ScaleUpSpec = ScaleUpSpec()
     scale_down: ScaleDownSpec = ScaleDownSpec()
     on_missing_metrics: MissingMetricsSpec = MissingMetricsSpec()
-    interval_seconds: PositiveSeconds = Field(default=15.0, description="control interval")
+    interval_seconds: float = Field(default=15.0, ge=1, le=HOUR, description="control interval")
     dry_run: bool = Field(default=False, description="decide and record, never write to the target")
 
     @model_validator(mode="after")

@@ -11,7 +11,8 @@ SCALING_ACTIVE = "ScalingActive"
 SCALING_LIMITED = "ScalingLimited"
 METRICS_AVAILABLE = "MetricsAvailable"
 TARGET_FOUND = "TargetFound"
-ORDER = (READY, TARGET_FOUND, METRICS_AVAILABLE, SCALING_ACTIVE, SCALING_LIMITED)
+CONFLICT = "Conflict"  # True: another policy, HPA or ScaledObject scales the target; we do not write it
+ORDER = (READY, TARGET_FOUND, CONFLICT, METRICS_AVAILABLE, SCALING_ACTIVE, SCALING_LIMITED)
 
 
 def set_condition(

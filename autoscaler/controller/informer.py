@@ -15,7 +15,7 @@ from typing import Any
 
 from kubernetes.watch.watch import iter_resp_lines
 
-from autoscaler.targets.api import ApiException, call_json
+from autoscaler.targets.api import ApiException, call_json, request_timeout
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -42,6 +42,7 @@ class Informer:
         transform: Callable[[Obj], Obj | None] | None = None,
         on_change: Callable[[str, Obj], None] | None = None,
         watch_timeout_seconds: int = 300,
+        optional: bool = False,
     ):
         self.name = name
         self._list_fn, self._args = list_fn, args
@@ -54,6 +55,11 @@ class Informer:
         self.on_change = on_change
         self._watch_timeout = watch_timeout_seconds
         self._items: dict[str, Obj] = {}
+        # An optional resource (an HPA or KEDA ScaledObject we only read to avoid fighting over a target)
+        # may be absent from the cluster (no CRD: 404) or from our RBAC (403): then the cache is empty,
+        # counts as synced, and is listed again now and then.
+        self.optional = optional
+        self.available = True
         self._lock = threading.Lock()
         self.resource_version: str | None = None
         self.synced = threading.Event()
@@ -77,7 +83,23 @@ class Informer:
         return self._transform(obj) if self._transform is not None else obj
 
     def relist(self) -> None:
-        doc = call_json(self._list_fn, *self._args, **self._selectors)
+        # A full list of a big cluster can take longer than one object's round trip: a longer read timeout.
+        connect, read = request_timeout()
+        try:
+            doc = call_json(
+                self._list_fn, *self._args, _request_timeout=(connect, max(read, 60.0)), **self._selectors
+            )
+        except ApiException as e:
+            if not (self.optional and e.status in (403, 404)):
+                raise
+            if self.available:
+                log.warning("cannot list %s (HTTP %s); treated as none", self.name, e.status)
+            with self._lock:
+                self._items, self.resource_version = {}, None
+            self.available = False
+            self.synced.set()
+            return
+        self.available = True
         kind = (doc.get("kind") or "").removesuffix("List")
         items: dict[str, Obj] = {}
         for obj in doc.get("items") or ():
@@ -158,6 +180,9 @@ class Informer:
             try:
                 if self.resource_version is None or not self.synced.is_set():
                     self.relist()
+                if not self.available:
+                    stop.wait(60.0)
+                    continue
                 self.watch_once(stop)
                 delay = 1.0
             except Gone:

@@ -54,6 +54,9 @@ class LeaderElector:
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self.standby_healthy = True  # could we read the lease at the last attempt?
+        # A lease call that hangs must end well within the renew deadline, so that a retry can still renew.
+        half = max(0.5, config.renew_deadline_seconds / 2)
+        self._timeout = (min(5.0, half), half)
         self.transitions = 0
 
     def is_leader(self) -> bool:
@@ -76,7 +79,7 @@ class LeaderElector:
         """One attempt. Returns whether we hold the lease now."""
         cfg, now = self.config, self._wall()
         try:
-            lease = call_json(self.api.read_namespaced_lease, cfg.name, cfg.namespace)
+            lease = call_json(self.api.read_namespaced_lease, cfg.name, cfg.namespace, _request_timeout=self._timeout)
         except ApiException as e:
             if not is_not_found(e):
                 self.standby_healthy = False
@@ -87,7 +90,7 @@ class LeaderElector:
                 "spec": self._spec(cfg.identity, {}, now),
             }
             try:
-                call_json(self.api.create_namespaced_lease, cfg.namespace, body)
+                call_json(self.api.create_namespaced_lease, cfg.namespace, body, _request_timeout=self._timeout)
             except ApiException as e2:
                 self.standby_healthy = is_conflict(e2)
                 return False
@@ -117,7 +120,7 @@ class LeaderElector:
             "spec": self._spec(cfg.identity, spec, now),
         }
         try:
-            call_json(self.api.replace_namespaced_lease, cfg.name, cfg.namespace, body)
+            call_json(self.api.replace_namespaced_lease, cfg.name, cfg.namespace, body, _request_timeout=self._timeout)
         except ApiException as e:
             if not is_conflict(e):
                 log.warning("cannot update lease %s/%s: %s", cfg.namespace, cfg.name, e.reason)
@@ -138,7 +141,7 @@ class LeaderElector:
         cfg = self.config
         self._renewed_at = None
         try:
-            lease = call_json(self.api.read_namespaced_lease, cfg.name, cfg.namespace)
+            lease = call_json(self.api.read_namespaced_lease, cfg.name, cfg.namespace, _request_timeout=self._timeout)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != cfg.identity:
                 return
@@ -150,7 +153,7 @@ class LeaderElector:
                 },
                 "spec": {**self._spec(None, spec, self._wall()), "acquireTime": None},
             }
-            call_json(self.api.replace_namespaced_lease, cfg.name, cfg.namespace, body)
+            call_json(self.api.replace_namespaced_lease, cfg.name, cfg.namespace, body, _request_timeout=self._timeout)
             log.info("released leadership", extra={"lease": f"{cfg.namespace}/{cfg.name}"})
         except API_ERRORS as e:
             log.warning("could not release lease: %s", getattr(e, "reason", e))

@@ -24,6 +24,8 @@ from autoscaler.controller.telemetry import ChainedRegistry, ControllerMetrics
 from autoscaler.observe.pods import INTERESTING_EVENT_REASONS
 from autoscaler.policy import API_GROUP, PLURAL
 from autoscaler.sources.base import MetricsSource
+from autoscaler.targets.api import bound_retries, set_request_timeout
+from autoscaler.targets.owners import trim_autoscaler
 
 log = logging.getLogger(__name__)
 VERSION = "v1alpha1"
@@ -50,6 +52,12 @@ class ControllerConfig:
     loop_granularity_seconds: float = 1.0
     workers: int = 16  # policies reconciled in parallel (API round trips dominate a tick)
     bind_address: str = "0.0.0.0"  # of the /metrics and probe servers (all IPv4 interfaces: the kubelet's probes)
+    api_timeout_seconds: float = 10.0  # read timeout of every Kubernetes API call (connect: at most 5 s)
+    phase_budget_seconds: float = 5.0  # a tick waits this long per phase for a slow policy, then moves on
+    # /healthz fails when the loop has not completed a tick for this long, or for 3 policy intervals
+    # (whichever is longer): a hung tick must get the pod restarted, not stay green.
+    liveness_seconds: float = 60.0
+    watch_other_autoscalers: bool = True  # read HPAs and KEDA ScaledObjects to avoid fighting them
 
 
 def trim_pod(pod: Obj) -> Obj:
@@ -140,6 +148,28 @@ class Controller:
             field_selector="involvedObject.kind=Pod",
         )
         self.nodes = Informer("nodes", core.list_node)
+        self.autoscalers: list[Informer] = []
+        if config.watch_other_autoscalers:
+            hpa = client.AutoscalingV2Api(api_client)
+            namespaces: list[str | None] = [*config.namespaces] or [None]
+            for ns in namespaces:
+                suffix = f"/{ns}" if ns else ""
+                if ns:
+                    hpa_list: tuple[Any, ...] = (hpa.list_namespaced_horizontal_pod_autoscaler, ns)
+                    keda_list: tuple[Any, ...] = (custom.list_namespaced_custom_object, "keda.sh", "v1alpha1", ns)
+                else:
+                    hpa_list = (hpa.list_horizontal_pod_autoscaler_for_all_namespaces,)
+                    keda_list = (custom.list_cluster_custom_object, "keda.sh", "v1alpha1")
+                self.autoscalers.append(
+                    Informer(f"hpas{suffix}", *hpa_list, transform=trim_autoscaler, optional=True)
+                )
+                self.autoscalers.append(
+                    Informer(
+                        f"scaledobjects{suffix}", *keda_list, "scaledobjects", transform=trim_autoscaler, optional=True
+                    )
+                )
+        set_request_timeout(min(5.0, config.api_timeout_seconds), config.api_timeout_seconds)
+        bound_retries(api_client)
         self.metrics = ControllerMetrics()
         self.elector: LeaderElector | None = None
         if config.leader_elect:
@@ -169,16 +199,25 @@ class Controller:
             is_leader=self.is_leader,
             max_backoff_seconds=config.max_backoff_seconds,
             workers=config.workers,
+            list_autoscalers=self._other_autoscalers,
+            phase_budget_seconds=config.phase_budget_seconds,
         )
         self.pods.on_change = lambda _kind, pod: self.reconciler.observer.note_pod(pod)
         self.registry = ChainedRegistry([self.metrics.registry, *extra_registries])
         self.stop_event = threading.Event()
         self._servers: list[Any] = []
         self.ticks = 0
+        self.last_loop = clock()  # when the loop last completed an iteration (a tick, or a wait for one)
 
     @property
     def informers(self) -> list[Informer]:
-        return [*self.policy_informers, self.pods, self.events, self.nodes]
+        return [*self.policy_informers, self.pods, self.events, self.nodes, *self.autoscalers]
+
+    def _other_autoscalers(self) -> list[Obj]:
+        out: list[Obj] = []
+        for inf in self.autoscalers:
+            out.extend(inf.items())
+        return out
 
     def _policies(self) -> list[Obj]:
         out: list[Obj] = []
@@ -195,7 +234,15 @@ class Controller:
         return list(rt.pod_addresses) if rt else []
 
     # -- health ------------------------------------------------------------------------------------
+    def liveness_limit(self) -> float:
+        intervals = [rt.policy.spec.interval_seconds for rt in self.reconciler.runtimes.values() if rt.policy]
+        return max(self.config.liveness_seconds, 3 * max(intervals, default=0.0))
+
     def healthz(self) -> tuple[bool, str]:
+        age = self.clock() - self.last_loop
+        limit = self.liveness_limit()
+        if age > limit:
+            return False, f"no tick completed for {age:.0f}s (limit {limit:.0f}s): the control loop is stuck"
         return True, "ok"
 
     def readyz(self) -> tuple[bool, str]:
@@ -250,6 +297,7 @@ class Controller:
         self.metrics.leader.set(1 if self.is_leader() else 0)
         report = self.reconciler.tick(self.clock())
         self.ticks += 1
+        self.last_loop = self.clock()
         if self.elector is not None:
             self.elector.release()
         return report
@@ -294,6 +342,8 @@ class Controller:
                         )
                 except Exception:  # a bug in one tick must not kill the controller
                     log.exception("tick failed")
+                    stop.wait(self.config.loop_granularity_seconds)  # never a busy retry loop
+            self.last_loop = self.clock()
             nxt = self.reconciler.next_due()
             wait = self.config.loop_granularity_seconds
             if nxt is not None:

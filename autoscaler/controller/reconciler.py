@@ -6,6 +6,12 @@ them, then per policy call the pure `decide`, write the target (conditional on r
 retried on fresh state), and merge-patch the status (decision, learned statistics, the core's state,
 conditions). An API error backs that policy off exponentially and keeps its last good state; other
 policies are unaffected.
+
+Isolation: whatever one policy does (a spec that crashes a stage with any exception, a target read that
+hangs, a corrupt stored state), it is contained to that policy: a condition, an event, its own error
+counter and exponential backoff. The other policies are reconciled on time: the tick waits for each phase
+at most `phase_budget_seconds`; a policy still in flight after that is left to finish on its own and is
+not dispatched again until it has.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,11 +28,13 @@ from kubernetes import client
 
 from autoscaler.controller.backoff import backoff_seconds
 from autoscaler.controller.conditions import (
+    CONFLICT,
     METRICS_AVAILABLE,
     READY,
     SCALING_ACTIVE,
     SCALING_LIMITED,
     TARGET_FOUND,
+    get_condition,
     merge_patch,
     set_condition,
 )
@@ -41,6 +50,15 @@ from autoscaler.policy_loader import PolicyError, parse_policy
 from autoscaler.sources.base import MetricsSource
 from autoscaler.targets import ScaleReading, ScaleTarget, TargetBlocked, TargetNotFound
 from autoscaler.targets.api import API_ERRORS, ApiException, call_json
+from autoscaler.targets.owners import (
+    Claim,
+    OtherAutoscaler,
+    TargetKey,
+    find_conflict,
+    other_autoscalers,
+    owners,
+    target_keys,
+)
 from autoscaler.targets.resolve import PluralResolver, TargetApis, resolve_target
 from forecasting import ForecastConfig
 
@@ -53,6 +71,10 @@ LIMITED = {Reason.SCALE_UP_RATE_LIMITED, Reason.SCALE_DOWN_MAX, Reason.UNSCHEDUL
 
 def _code(err: BaseException) -> str:
     return str(err.status) if isinstance(err, ApiException) else type(err).__name__
+
+
+def blocked_reason(reading: ScaleReading) -> str | None:
+    return reading.blocked.reason if reading.blocked is not None else None
 
 
 def _describe_error(err: BaseException) -> str:
@@ -74,6 +96,8 @@ class PolicyRuntime:
     forecast_cfg: ForecastConfig | None = None
     status: Obj | None = None  # the status as we last wrote it
     pod_addresses: list[str] = field(default_factory=list)
+    restored: bool = False  # `state` came from status.coreState and no decide has succeeded on it yet
+    inflight: Future[Any] | None = None  # a read or act still running past its phase budget
 
 
 @dataclass
@@ -113,12 +137,16 @@ class Reconciler:
         is_leader: Callable[[], bool] = lambda: True,
         max_backoff_seconds: float = 300.0,
         workers: int = 16,
+        list_autoscalers: Callable[[], Sequence[Obj]] = list,
+        phase_budget_seconds: float = 5.0,
     ):
         self.apis = TargetApis(client.AppsV1Api(api_client), client.CustomObjectsApi(api_client), api_client)
         self.plurals = PluralResolver(api_client)
         self.source = source
         self.list_policies, self.list_pods = list_policies, list_pods
         self.list_events, self.list_nodes = list_events, list_nodes
+        self.list_autoscalers = list_autoscalers
+        self.phase_budget_seconds = phase_budget_seconds
         self.recorder, self.metrics = recorder, metrics
         self.dry_run = dry_run
         self.is_leader = is_leader
@@ -147,32 +175,59 @@ class Reconciler:
         due = [
             (raws[k], self.runtimes[k])
             for k in raws
-            if self.runtimes[k].next_due <= now or self.runtimes[k].parsed_for != self._version(raws[k])
+            if (self.runtimes[k].next_due <= now or self.runtimes[k].parsed_for != self._version(raws[k]))
+            and not self._busy(self.runtimes[k])
         ]
         report.due = len(due)
         valid: list[tuple[ModelScalingPolicy, Obj, PolicyRuntime]] = []
         for raw, rt in due:
-            policy = self._parse(raw, rt)
+            policy = self._parse(raw, rt, now)
             if policy is None:
-                report.invalid += 1
-                self._invalid(raw, rt, now)
+                if rt.invalid is not None:
+                    report.invalid += 1
+                    self._guarded(raw, rt, now, "report invalid spec", self._invalid, raw, rt, now)
+                else:
+                    report.errors += 1
             else:
                 valid.append((policy, raw, rt))
         self.metrics.invalid_policies.set(sum(1 for rt in self.runtimes.values() if rt.invalid))
-        if not valid:
-            report.seconds = time.perf_counter() - started
-            return report
+        try:
+            if valid:
+                self._reconcile(valid, raws, now, report)
+        finally:
+            for _raw, rt in due:  # whatever happened, no due policy is retried before its next slot
+                if rt.next_due <= now and not self._busy(rt):
+                    rt.next_due = now + self._interval(rt)
+        report.seconds = time.perf_counter() - started
+        self.metrics.tick_seconds.observe(report.seconds)
+        self.metrics.tick_policies.set(report.reconciled)
+        return report
 
+    def _reconcile(
+        self,
+        valid: list[tuple[ModelScalingPolicy, Obj, PolicyRuntime]],
+        raws: dict[str, Obj],
+        now: float,
+        report: TickReport,
+    ) -> None:
         pods = self.list_pods()
         index = PodIndex(pods)
         nodes = list(self.list_nodes())
         events = events_by_pod_uid(self.list_events())
         gpus_used = gpu_usage_by_node(pods)
         node_created = node_creation_times(nodes)
+        owner_of = owners(self._claims(raws))
+        autoscalers = self._autoscalers()
 
         # API round trips dominate a tick: run them for many policies at once (each policy's own steps
         # stay in order; policies share nothing but thread-safe caches and counters).
-        reads = list(self._pool.map(lambda v: self._read_target(v[0], v[1], v[2], index, now), valid))
+        def read(v: tuple[ModelScalingPolicy, Obj, PolicyRuntime]) -> _Prepared | None:
+            policy, raw, rt = v
+            return self._guarded(
+                raw, rt, now, "read target", self._read_target, policy, raw, rt, index, now, owner_of, autoscalers
+            )
+
+        reads = self._run_phase(read, valid, [rt for _, _, rt in valid])
         prepared = [p for p in reads if p is not None]
         report.errors += sum(1 for (_, _, rt), p in zip(valid, reads, strict=True) if p is None and rt.failures)
 
@@ -190,21 +245,73 @@ class Reconciler:
             if not self.is_leader():  # lost the lease mid-tick: stop acting at once
                 return None
             sig = signals.get(p.policy.key, Signals())
-            return self._act(p, sig, events, nodes, gpus_used, node_created, now, source_error)
+            return self._guarded(
+                p.raw, p.rt, now, "decide", self._act, p, sig, events, nodes, gpus_used, node_created, now, source_error
+            )
 
-        for p, wrote in zip(prepared, self._pool.map(act, prepared), strict=True):
+        for p, wrote in zip(prepared, self._run_phase(act, prepared, [p.rt for p in prepared]), strict=True):
             if wrote is None:
-                report.skipped_not_leader = True
+                if not self.is_leader():
+                    report.skipped_not_leader = True
+                else:
+                    report.errors += 1
                 continue
             report.writes += 1 if wrote else 0
             report.errors += 1 if p.rt.failures else 0
             report.reconciled += 1
         live = {(pod.get("metadata") or {}).get("uid", "") for pod in pods}
         self.observer.forget_except(live)
-        report.seconds = time.perf_counter() - started
-        self.metrics.tick_seconds.observe(report.seconds)
-        self.metrics.tick_policies.set(report.reconciled)
-        return report
+
+    def _run_phase(self, fn: Callable[[Any], Any], items: Sequence[Any], rts: Sequence[PolicyRuntime]) -> list[Any]:
+        """Run `fn` over `items` in the pool; wait at most the phase budget. A straggler (an API call that
+        hangs until its timeout) keeps running on its own, marked in flight, and counts as no result now."""
+        futures = [self._pool.submit(fn, item) for item in items]
+        done, _ = wait_futures(futures, timeout=self.phase_budget_seconds)
+        out: list[Any] = []
+        for fut, rt in zip(futures, rts, strict=True):
+            if fut in done:
+                out.append(fut.result())  # never raises: `fn` is guarded
+            else:
+                rt.inflight = fut
+                self.metrics.slow_policies.inc()
+                out.append(None)
+        return out
+
+    @staticmethod
+    def _busy(rt: PolicyRuntime) -> bool:
+        if rt.inflight is not None and rt.inflight.done():
+            rt.inflight = None
+        return rt.inflight is not None
+
+    @staticmethod
+    def _interval(rt: PolicyRuntime) -> float:
+        return rt.policy.spec.interval_seconds if rt.policy is not None else 60.0
+
+    def _guarded(self, raw: Obj, rt: PolicyRuntime, now: float, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run one policy's step; any exception is that policy's failure (condition, event, counter, backoff)."""
+        try:
+            return fn(*args)
+        except Exception as e:
+            self._policy_failure(raw, rt, now, stage, e)
+            return None
+
+    def _claims(self, raws: Mapping[str, Obj]) -> list[Claim]:
+        out = []
+        for key, rt in self.runtimes.items():
+            raw = raws.get(key)
+            if rt.policy is None or raw is None:
+                continue
+            meta = raw.get("metadata") or {}
+            created = str(meta.get("creationTimestamp") or "")
+            out.append(Claim(key, created, target_keys(rt.policy.spec.target_ref, rt.policy.metadata.namespace)))
+        return out
+
+    def _autoscalers(self) -> dict[TargetKey, OtherAutoscaler]:
+        try:
+            return other_autoscalers(self.list_autoscalers())
+        except Exception as e:  # an unreadable HPA must not stop the tick; the write path stays conditional
+            log.warning("could not read other autoscalers: %s", e)
+            return {}
 
     # -- steps -------------------------------------------------------------------------------------
     @staticmethod
@@ -218,7 +325,7 @@ class Reconciler:
         meta = raw.get("metadata") or {}
         return meta.get("uid"), meta.get("generation") or meta.get("resourceVersion")
 
-    def _parse(self, raw: Obj, rt: PolicyRuntime) -> ModelScalingPolicy | None:
+    def _parse(self, raw: Obj, rt: PolicyRuntime, now: float) -> ModelScalingPolicy | None:
         version = self._version(raw)
         if rt.parsed_for != version:
             doc = {k: v for k, v in raw.items() if k != "status"}
@@ -232,21 +339,40 @@ class Reconciler:
                     None,
                     "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in e.problems),
                 )
+            except Exception as e:
+                rt.policy, rt.invalid = None, f"the spec cannot be used: {type(e).__name__}: {str(e)[:300]}"
+                self._count_error(raw, "parse", e)
             rt.parsed_for = version
         if rt.policy is not None and rt.state is None:
-            self._restore(raw, rt)
+            self._guarded(raw, rt, now, "restore state", self._restore, raw, rt)
         return rt.policy
 
     def _restore(self, raw: Obj, rt: PolicyRuntime) -> None:
         """After a restart, continue from the state persisted in status (a restart loses nothing)."""
         status = raw.get("status") or {}
+        if not isinstance(status, dict):
+            return
         saved = status.get("coreState")
         if isinstance(saved, dict):
             try:
-                rt.state = CoreState.from_dict(saved)
-            except Exception as e:  # unreadable state: start fresh rather than fail the loop
-                log.warning("could not restore coreState of %s: %s", self._key(raw), e)
-        self.observer.restore_watermark(self._key(raw), status.get("coldStartWatermark"))
+                rt.state, rt.restored = CoreState.from_dict(saved), True
+            except Exception as e:
+                self._discard_state(raw, rt, e)
+        try:
+            self.observer.restore_watermark(self._key(raw), status.get("coldStartWatermark"))
+        except Exception as e:
+            log.warning("ignoring the stored coldStartWatermark of %s: %s", self._key(raw), e)
+
+    def _discard_state(self, raw: Obj, rt: PolicyRuntime, err: BaseException) -> None:
+        """A stored state that cannot be read or used is dropped (the policy starts fresh), with a warning."""
+        rt.state, rt.restored = None, False
+        msg = (
+            f"the stored status.coreState is unusable ({type(err).__name__}: {str(err)[:200]}); it was discarded "
+            "and the policy starts from its priors"
+        )
+        log.warning(msg, extra={"policy": self._key(raw)})
+        self.metrics.state_discarded.inc()
+        self.recorder.record(raw, "Warning", "StateDiscarded", msg)
 
     def _invalid(self, raw: Obj, rt: PolicyRuntime, now: float) -> None:
         msg = f"invalid spec: {rt.invalid}"
@@ -269,7 +395,14 @@ class Reconciler:
         rt.next_due = now + 60.0  # a spec change (new generation) is picked up at once anyway
 
     def _read_target(
-        self, policy: ModelScalingPolicy, raw: Obj, rt: PolicyRuntime, index: PodIndex, now: float
+        self,
+        policy: ModelScalingPolicy,
+        raw: Obj,
+        rt: PolicyRuntime,
+        index: PodIndex,
+        now: float,
+        owner_of: Mapping[TargetKey, Claim] | None = None,
+        autoscalers: Mapping[TargetKey, OtherAutoscaler] | None = None,
     ) -> _Prepared | None:
         ns = policy.metadata.namespace  # a target is only ever looked up in the policy's own namespace
         spec = policy.spec
@@ -285,6 +418,10 @@ class Reconciler:
         except API_ERRORS as e:
             self._api_failure(raw, rt, now, spec.interval_seconds, "read target", e)
             return None
+        claim = Claim(policy.key, "", target_keys(spec.target_ref, ns))
+        conflict = find_conflict(claim, owner_of or {}, autoscalers or {})
+        if conflict is not None and reading.blocked is None:
+            reading = replace(reading, blocked=TargetBlocked(*conflict))
         pods = index.select(ns, reading.selector)
         rt.pod_addresses = [ip for p in pods if is_ready(p) and (ip := (p.get("status") or {}).get("podIP"))]
         return _Prepared(policy, raw, rt, target, reading, pods)
@@ -307,7 +444,16 @@ class Reconciler:
         facts = cluster_facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
         sig = replace(signals, replicas=counts, cluster=facts, observations=observations)
         prev_state = rt.state or CoreState()
-        result = decide(spec, sig, prev_state, now, rt.forecast_cfg)
+        try:
+            result = decide(spec, sig, prev_state, now, rt.forecast_cfg)
+        except Exception as e:
+            if not rt.restored:
+                raise
+            # The state read back from status breaks the decision: drop it and decide from the priors.
+            self._discard_state(p.raw, rt, e)
+            prev_state = CoreState()
+            result = decide(spec, sig, prev_state, now, rt.forecast_cfg)
+        rt.restored = False
         d = result.decision
         dry = self.dry_run or spec.dry_run
         blocked = reading.blocked
@@ -361,7 +507,13 @@ class Reconciler:
     # -- status, events, metrics -------------------------------------------------------------------
     def _base_status(self, raw: Obj, rt: PolicyRuntime) -> Obj:
         base = rt.status if rt.status is not None else (raw.get("status") or {})
-        return {k: (list(v) if isinstance(v, list) else v) for k, v in base.items()}
+        if not isinstance(base, dict):
+            base = {}
+        out = {k: (list(v) if isinstance(v, list) else v) for k, v in base.items()}
+        conds = out.get("conditions")
+        if conds is not None:  # whatever else was stored there, conditions are a list of mappings
+            out["conditions"] = [c for c in conds if isinstance(c, dict)] if isinstance(conds, list) else []
+        return out
 
     def _patch_status(self, raw: Obj, rt: PolicyRuntime, status: Obj) -> None:
         old = rt.status if rt.status is not None else (raw.get("status") or {})
@@ -440,6 +592,34 @@ class Reconciler:
         reason, message = event or ("APIError", f"{operation} failed: {_describe_error(err)}")
         self.recorder.record(raw, "Warning", reason, message)
 
+    def _count_error(self, raw: Obj, stage: str, err: BaseException) -> None:
+        meta = raw.get("metadata") or {}
+        self.metrics.policy_errors.labels(
+            str(meta.get("namespace")), str(meta.get("name")), stage, type(err).__name__
+        ).inc()
+
+    def _policy_failure(self, raw: Obj, rt: PolicyRuntime, now: float, stage: str, err: BaseException) -> None:
+        """One policy's step raised: back that policy off exponentially and say so; never raise from here."""
+        rt.failures += 1
+        interval = self._interval(rt)
+        delay = backoff_seconds(rt.failures, interval, max(interval, self.max_backoff_seconds))
+        rt.next_due = now + delay
+        try:
+            self._count_error(raw, stage, err)
+            what = _describe_error(err)[:500]
+            msg = f"{stage} failed: {what}; retrying in {delay:.0f}s (attempt {rt.failures})"
+            log.error(msg, exc_info=err, extra={"policy": self._key(raw)})
+            gen = (raw.get("metadata") or {}).get("generation")
+            status = self._base_status(raw, rt)
+            conds = status.get("conditions")
+            conds = conds if isinstance(conds, list) else []
+            conds = set_condition(conds, READY, False, "ReconcileError", msg, now, gen)
+            status.update(conditions=conds)
+            self._patch_status(raw, rt, status)
+            self.recorder.record(raw, "Warning", "ReconcileError", f"{stage} failed: {what}")
+        except Exception:
+            log.exception("could not report the failure of %s", self._key(raw))
+
     def _record_decision(
         self,
         p: _Prepared,
@@ -466,6 +646,17 @@ class Reconciler:
             now,
             gen,
         )
+        if blocked_reason(reading) == "Conflict" or get_condition(conds, CONFLICT) is not None:
+            conflicted = blocked_reason(reading) == "Conflict"
+            conds = set_condition(
+                conds,
+                CONFLICT,
+                conflicted,
+                "OtherOwner" if conflicted else "SoleOwner",
+                reading.blocked.message if conflicted and reading.blocked else "no other autoscaler scales the target",
+                now,
+                gen,
+            )
         if d.metrics_fresh:
             conds = set_condition(conds, METRICS_AVAILABLE, True, "MetricsFresh", "demand metrics are fresh", now, gen)
         else:
@@ -552,3 +743,5 @@ class Reconciler:
                 )
             elif blocked is not None:
                 self.recorder.record(raw, "Warning", blocked.reason, blocked.message)
+        elif blocked is not None and blocked.reason == "Conflict":
+            self.recorder.record(raw, "Warning", blocked.reason, blocked.message)

@@ -55,6 +55,22 @@ class ControllerMetrics:
             "Ticks whose metric source raised instead of returning signals",
             registry=r,
         )
+        self.policy_errors = Counter(
+            f"{PREFIX}_policy_errors_total",
+            "Failures contained to one policy (the policy is backed off; the others are reconciled)",
+            (*labels, "stage", "error"),
+            registry=r,
+        )
+        self.state_discarded = Counter(
+            f"{PREFIX}_state_discarded_total",
+            "Stored status.coreState documents that could not be used and were dropped",
+            registry=r,
+        )
+        self.slow_policies = Counter(
+            f"{PREFIX}_slow_policy_steps_total",
+            "Policy steps still running when their tick phase ended (left to finish on their own)",
+            registry=r,
+        )
         self.invalid_policies = Gauge(f"{PREFIX}_invalid_policies", "Policies whose spec does not validate", registry=r)
         self.leader = Gauge(f"{PREFIX}_leader", "1 while this instance holds the leader lease", registry=r)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from kubernetes import client
 
 from autoscaler.policy import TargetRef
+from autoscaler.targets.api import request_timeout
 from autoscaler.targets.base import ScaleTarget, TargetNotFound
 from autoscaler.targets.kserve import GROUP as KSERVE_GROUP
 from autoscaler.targets.kserve import InferenceServiceTarget, LLMInferenceServiceTarget
@@ -44,6 +45,7 @@ class PluralResolver:
                 response_type="object",
                 auth_settings=["BearerToken"],
                 _return_http_data_only=True,
+                _request_timeout=request_timeout(),
             )
             for r in (doc or {}).get("resources", []):
                 if r.get("kind") == kind and "/" not in r.get("name", ""):

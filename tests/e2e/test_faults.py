@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from kubernetes import client
 
@@ -398,3 +399,91 @@ def test_kserve_external_and_none_modes(kserve_crd_installed: Workspace) -> None
     assert "autoscalerClass" in active["message"], active
     for n in ("chat-ext", "chat-none"):
         assert sts[n]["lastDecision"]["applied"] is True, sts[n]["lastDecision"]
+
+
+# --------------------------------------------------------------------------------------------------
+def test_poison_policy_and_conflicting_writers(workspace: Callable[[str], Workspace]) -> None:
+    """One namespace, one controller: the issue-11 specs the API server now refuses; a poison policy it
+    still accepts (a time zone only zoneinfo can reject) and a corrupt stored state stay with their own
+    policy while a healthy one scales on time; a second policy and an HPA on one Deployment get `Conflict`
+    and its replicas never flap."""
+    ws = workspace("isolation")
+    autoscaling = client.AutoscalingV2Api(ws.cluster.api_client())
+    ws.add_gpu_nodes(1, gpus=8)
+    for name, replicas in (("healthy", 1), ("poison", 1), ("corrupt", 1), ("shared", 1), ("hpa-target", 1)):
+        ws.create_deployment(model_deployment(name, replicas, pool=ws.namespace, ready_delay=1.0))
+
+    def spec(**over: Any) -> dict[str, Any]:
+        return {"intervalSeconds": INTERVAL, **over}
+
+    def create(name: str, body: dict[str, Any]) -> tuple[int, str]:
+        return api_result(lambda: ws.create_policy(policy(name, deployment_ref("poison"), MODEL, spec(**body))))
+
+    issue_specs: dict[str, dict[str, Any]] = {
+        "tz-too-long": {"replicas": {"floorSchedule": [{"start": "08:00", "end": "09:00", "minReplicas": 1,
+                                                        "timezone": "A" * 300}]}},
+        "history-30-step-60": {"forecast": {"historySeconds": 30, "stepSeconds": 60}},
+        "coldstart-1e308": {"coldStart": {"imagePullSeconds": 1e308}},
+        "maxstep-1.7e308": {"scaleUp": {"maxStepPercent": 1.7e308}},
+        "step-1e-6": {"forecast": {"stepSeconds": 1e-6}},
+        "history-of-5-steps": {"forecast": {"historySeconds": 300, "stepSeconds": 60}},  # a CEL rule
+    }
+    refused = {label: create(f"refused-{label}", body) for label, body in issue_specs.items()}
+    ws.create_policy(policy("poison", deployment_ref("poison"), MODEL, spec(replicas={"min": 2, "max": 4,
+        "floorSchedule": [{"start": "00:00", "end": "23:59", "minReplicas": 2, "timezone": "America"}]})))
+    corrupt = ws.create_policy(policy("corrupt", deployment_ref("corrupt"), MODEL, spec(dryRun=True)))
+    ws.custom.patch_namespaced_custom_object_status(
+        POLICY_GROUP, POLICY_VERSION, ws.namespace, POLICY_PLURAL, "corrupt",
+        {"status": {"coreState": {"panicUntil": "x", "decisions": "garbage"}}})
+    assert corrupt["metadata"]["name"] == "corrupt"
+    ws.create_policy(policy("shared-a", deployment_ref("shared"), MODEL, spec(replicas={"min": 3, "max": 6})))
+    ws.create_policy(policy("shared-b", deployment_ref("shared"), MODEL, spec(replicas={"min": 5, "max": 6})))
+    autoscaling.create_namespaced_horizontal_pod_autoscaler(ws.namespace, {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "other-hpa"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "hpa-target"},
+                 "minReplicas": 1, "maxReplicas": 3}})
+    ws.defer(lambda: autoscaling.delete_namespaced_horizontal_pod_autoscaler("other-hpa", ws.namespace))
+    ws.create_policy(policy("hpa-policy", deployment_ref("hpa-target"), MODEL, spec(replicas={"min": 3, "max": 6})))
+    shared_hist = ws.deployment_history("shared")
+    hpa_hist = ws.deployment_history("hpa-target")
+
+    ctl = ws.controller("isolation", prometheus_url=dead_prometheus_url())  # demand unknown: floors only
+    ws.create_policy(policy("healthy", deployment_ref("healthy"), MODEL, spec(replicas={"min": 3, "max": 6})))
+    created = time.time()
+    wait_for(lambda: ws.replicas("healthy") == 3, 4 * INTERVAL + 5, "the healthy policy scales to its floor")
+    healthy_s = time.time() - created
+    wait_for(lambda: (condition(ws.policy_status("shared-b"), "Conflict") or {}).get("status") == "True",
+             4 * INTERVAL + 5, "Conflict on the second policy")
+    wait_for(lambda: (condition(ws.policy_status("hpa-policy"), "Conflict") or {}).get("status") == "True",
+             4 * INTERVAL + 5, "Conflict on the HPA's target")
+    wait_for(lambda: ws.policy_status("corrupt").get("lastDecision"), 4 * INTERVAL + 5, "the corrupt one decides")
+    time.sleep(3 * INTERVAL)  # a few more ticks: nothing may flap
+    assert ctl.alive, ctl.log_tail()
+    poison = condition(ws.policy_status("poison"), "Ready") or {}
+    shared_b = ws.policy_status("shared-b")
+    hpa_policy = ws.policy_status("hpa-policy")
+    corrupt_st = ws.policy_status("corrupt")
+    ev = {name: [(e.reason, e.message) for e in controller_events(ws.core, ws.namespace, name)]
+          for name in ("poison", "corrupt", "shared-b", "hpa-policy")}
+    healthz = httpx.get(f"http://127.0.0.1:{ctl.health_port}/healthz", timeout=2)
+    report("==== isolation and conflicts ====", f"refused by the API server: {refused}",
+           f"healthy scaled 1 -> 3 in {healthy_s:.1f}s (interval {INTERVAL}s)", f"poison Ready: {poison}",
+           f"shared spec.replicas {[c.replicas for c in shared_hist.spec_changes()]}; shared-b Conflict "
+           f"{condition(shared_b, 'Conflict')}",
+           f"hpa-target spec.replicas {[c.replicas for c in hpa_hist.spec_changes()]}; hpa-policy Conflict "
+           f"{condition(hpa_policy, 'Conflict')}", f"events {ev}", f"/healthz {healthz.status_code}")
+    for label, (code, msg) in refused.items():
+        assert code == 422, (label, code, msg)
+    assert "historySeconds must hold 10 to 100000 steps" in refused["history-of-5-steps"][1], refused
+    assert healthy_s <= 2 * INTERVAL + 3, healthy_s
+    assert poison.get("status") == "False" and poison.get("reason") == "InvalidSpec", poison
+    assert "timezone" in poison["message"], poison
+    assert ws.replicas("poison") == 1
+    assert ("StateDiscarded" in [r for r, _ in ev["corrupt"]]), ev["corrupt"]
+    assert (condition(corrupt_st, "Ready") or {}).get("status") == "True", corrupt_st.get("conditions")
+    assert [c.replicas for c in shared_hist.spec_changes()] == [1, 3], "one write by the owner, no flapping"
+    assert "policy " + ws.namespace + "/shared-a" in (condition(shared_b, "Conflict") or {})["message"]
+    assert any(r == "Conflict" and "shared-a" in m for r, m in ev["shared-b"]), ev["shared-b"]
+    assert [c.replicas for c in hpa_hist.spec_changes()] == [1], "the HPA's target is never written"
+    assert any(r == "Conflict" and "HorizontalPodAutoscaler" in m and "other-hpa" in m for r, m in ev["hpa-policy"])
+    assert healthz.status_code == 200

@@ -27,6 +27,7 @@ WATCHED = {
     "rbac": "ia-fault-rbac",
     "invalid": "ia-fault-invalid",
     "kserve": "ia-fault-kserve",
+    "isolation": "ia-fault-isolation",
 }
 UNWATCHED = "ia-unwatched"
 LEASE_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_SECONDS = 6, 4, 1

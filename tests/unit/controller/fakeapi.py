@@ -10,7 +10,8 @@ What it models (enough for the controller, and faithful where the controller's s
   per-resource spec/status/selector paths, Deployment selector from `spec.selector.matchLabels`);
 - watch with `resourceVersion`, chunked streaming, bookmarks ignored, `410 Gone` for compacted versions;
 - discovery for `/apis/{group}/{version}`;
-- fault injection (`fail(method, path regex, status, times)`) and a request log.
+- fault injection (`fail(method, path regex, status, times)`), hung requests (`hang(method, path regex,
+  seconds)`: the server accepts the request and answers only after that long) and a request log.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ class FakeKube:
         }
         self.kinds: dict[tuple[str, str], str] = {}
         self.faults: list[Fault] = []
+        self.hangs: list[tuple[str, re.Pattern[str], float]] = []
         self.requests: list[tuple[str, str, str]] = []  # (method, path, query)
         self.authorizations: set[str] = set()  # Authorization headers seen
         self.lock = threading.RLock()
@@ -149,6 +151,14 @@ class FakeKube:
     def fail(self, method: str, path_regex: str, status: int, times: int = 1) -> None:
         with self.lock:
             self.faults.append(Fault(method.upper(), re.compile(path_regex), status, times))
+
+    def hang(self, method: str, path_regex: str, seconds: float) -> None:
+        with self.lock:
+            self.hangs.append((method.upper(), re.compile(path_regex), seconds))
+
+    def _hang_for(self, method: str, path: str) -> float:
+        with self.lock:
+            return max((s for m, rx, s in self.hangs if m in (method, "*") and rx.search(path)), default=0.0)
 
     def calls(self, method: str | None = None, path_regex: str = "") -> list[tuple[str, str, str]]:
         rx = re.compile(path_regex)
@@ -424,6 +434,13 @@ class FakeKube:
                     fake.authorizations.add(self.headers["Authorization"])
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
                 body, ctype = self._body()
+                hang = fake._hang_for(self.command, url.path)
+                if hang:
+                    with fake.lock:
+                        fake.requests.append((self.command, url.path, "hung"))
+                    deadline = time.monotonic() + hang
+                    while not fake.stopping and time.monotonic() < deadline:
+                        time.sleep(0.05)
                 try:
                     if self.command == "GET" and query.get("watch") in ("true", "1", "True"):
                         self._stream(url.path, query)

@@ -47,7 +47,8 @@ DEFAULT_HEADROOM = 1.0
 HEADROOM_BOUNDS = (0.3, 4.0)
 BURST_HORIZON_SECONDS = 600
 START_LOOKAHEAD_SECONDS = 300.0
-MAX_LEAD_SECONDS = 1800.0  # farthest ahead the oracle looks when counting replicas to order
+MAX_LEAD_SECONDS = 1800.0
+TICK_SECONDS = 5.0  # farthest ahead the oracle looks when counting replicas to order
 ORACLE_TARGET = 0.99
 
 
@@ -75,13 +76,38 @@ def plan_need(scenario: Scenario, workload: Trace | BinnedWorkload, headroom: fl
     return np.clip(need, max(1, scenario.min_replicas), scenario.max_replicas)
 
 
+class RangeMax:
+    """Maximum of an integer series over any index range in O(1) (a sparse table)."""
+
+    def __init__(self, values: np.ndarray):
+        levels = [np.asarray(values, dtype=np.int64)]
+        span = 1
+        while 2 * span <= len(values):
+            prev = levels[-1]
+            levels.append(np.maximum(prev[:-span], prev[span:]))
+            span *= 2
+        self._levels = [lv.tolist() for lv in levels]
+        self.n = len(values)
+
+    def __call__(self, i0: int, i1: int) -> int | None:
+        """max(values[i0:i1]), None if the range is empty."""
+        i0, i1 = max(0, i0), min(self.n, i1)
+        if i1 <= i0:
+            return None
+        k = (i1 - i0).bit_length() - 1
+        lv = self._levels[k]
+        a, b = lv[i0], lv[i1 - (1 << k)]
+        return a if a >= b else b
+
+
 class Oracle:
     name = "oracle"
-    interval_seconds = 1.0
+    interval_seconds = TICK_SECONDS
 
     def __init__(self, need: np.ndarray, min_replicas: int = 1):
         self.need = np.maximum(np.asarray(need, dtype=np.int64), min_replicas)
         self.min_replicas = min_replicas
+        self._max = RangeMax(self.need)
 
     @classmethod
     def for_scenario(cls, scenario: Scenario, workload: Trace | BinnedWorkload, headroom: float) -> Oracle:
@@ -94,9 +120,9 @@ class Oracle:
         return cls(np.full(max(1, seconds), replicas), replicas)
 
     def need_between(self, t0: float, t1: float) -> int:
-        i0 = max(0, int(t0))
-        i1 = min(len(self.need), math.ceil(t1) + 1)
-        return int(self.need[i0:i1].max()) if i1 > i0 else self.min_replicas
+        """The most replicas needed in any second of [t0, t1]."""
+        m = self._max(int(t0), math.ceil(t1) + 1)
+        return self.min_replicas if m is None else m
 
     def initial_replicas(self, default: int) -> int:
         return max(self.min_replicas, self.need_between(0, START_LOOKAHEAD_SECONDS))
@@ -105,18 +131,20 @@ class Oracle:
         fleet = ctx.fleet
         active = fleet.target
         horizon = self.need_between(now, now + MAX_LEAD_SECONDS)
+        if horizon <= active and self.need_between(now, now + TICK_SECONDS) >= active:
+            return active  # nothing to order, and the current count is needed right now
         leads = peek_leads(fleet.lifecycle, now, max(1, horizon - active))
-        # The i-th replica to add must be ordered now if need exceeds active + i when it would be ready.
-        # Replicas take nodes in the order they are requested (the first ones the free GPUs), so the i-th
-        # can be ready no sooner than the slowest of the first i + 1: order all of them together.
+        # The i-th replica to add must be ordered now if need exceeds active + i when it would be ready
+        # (until the next tick). Replicas take nodes in the order they are requested (the first ones the
+        # free GPUs), so the i-th can be ready no sooner than the slowest of the first i + 1.
         want, lead = active, 0.0
         for i, lead_i in enumerate(leads):
             lead = max(lead, lead_i)
-            if self.need_between(now + lead, now + lead + 1) > active + i:
+            if self.need_between(now + lead, now + lead + TICK_SECONDS) > active + i:
                 want = active + i + 1
         if want > active:
             return want
-        keep = self.need_between(now, now + leads[0] + 1)
+        keep = self.need_between(now, now + leads[0] + TICK_SECONDS)
         if keep < active:
             return keep
         return active
@@ -154,7 +182,7 @@ def peek_leads(life: Lifecycle, now: float, k: int) -> list[float]:
 
 
 def run_oracle(scenario: Scenario, workload: Trace | BinnedWorkload, target: float = ORACLE_TARGET,
-               tolerance: float = 0.02) -> RunResult:
+               tolerance: float = 0.03) -> RunResult:
     """The cheapest oracle plan reaching `target`: the bisected headroom plan or a constant plan."""
     from simulations.runner import run
 
@@ -168,8 +196,8 @@ def run_oracle(scenario: Scenario, workload: Trace | BinnedWorkload, target: flo
     wall += top.wall_seconds
     if top.outcome.attainment >= target:
         best = top
-        while hi - lo > tolerance * hi:
-            mid = 0.5 * (lo + hi)
+        while hi > lo * (1.0 + tolerance):  # bisect in log space: headroom is a ratio
+            mid = math.sqrt(lo * hi)
             res = replay(mid)
             wall += res.wall_seconds
             if res.outcome.attainment >= target:
@@ -177,19 +205,26 @@ def run_oracle(scenario: Scenario, workload: Trace | BinnedWorkload, target: flo
             else:
                 lo = mid
     seconds = math.ceil(workload.duration_seconds)
-    n_lo, n_hi = max(1, scenario.min_replicas), scenario.max_replicas
+    # A constant plan of N costs N × duration, so only N below the headroom plan's cost can win: try the
+    # largest such N, and bisect below it only if it reaches the target.
+    n_lo = max(1, scenario.min_replicas)
+    n_hi = scenario.max_replicas
+    if best is not None:
+        n_hi = min(n_hi, math.ceil(best.outcome.gpu_hours * 3600.0 / seconds) - 1)
     const: RunResult | None = None
-    while n_lo < n_hi:  # the cheapest constant plan reaching the target
-        mid = (n_lo + n_hi) // 2
-        res = run(scenario, workload, Oracle.constant(mid, seconds), f"constant={mid}")
-        wall += res.wall_seconds
-        if res.outcome.attainment >= target:
-            n_hi, const = mid, res
-        else:
-            n_lo = mid + 1
-    if const is None or const.setting != f"constant={n_hi}":
-        const = run(scenario, workload, Oracle.constant(n_hi, seconds), f"constant={n_hi}")
-        wall += const.wall_seconds
+    if n_hi >= n_lo:
+        top_const = run(scenario, workload, Oracle.constant(n_hi, seconds), f"constant={n_hi}")
+        wall += top_const.wall_seconds
+        if top_const.outcome.attainment >= target:
+            const = top_const
+            while n_lo < n_hi:
+                mid = (n_lo + n_hi) // 2
+                res = run(scenario, workload, Oracle.constant(mid, seconds), f"constant={mid}")
+                wall += res.wall_seconds
+                if res.outcome.attainment >= target:
+                    n_hi, const = mid, res
+                else:
+                    n_lo = mid + 1
     ok = [r for r in (best, const) if r is not None and r.outcome.attainment >= target]
     chosen = min(ok, key=lambda r: r.outcome.gpu_hours) if ok else max(
         (r for r in (best, const, top) if r is not None), key=lambda r: r.outcome.attainment)

@@ -8,13 +8,15 @@ Every family is a `Family`:
   target is in seconds, a request count is not): `main_for(settings)`.
 - `knobs`: the secondary knobs an operator would tune for multi-minute cold starts, each with its default
   (first) and the candidate values worth sweeping.
-- `make(value, settings, policy=None)` builds the autoscaler; `label(value, settings)` names the setting in
-  reports (main knob, then every secondary knob that differs from its default, e.g.
+- `make(value, settings, policy=None, scenario=None, workload=None)` builds the autoscaler (`ours` needs the
+  policy, the oracle the scenario and workload it plans for); `label(value, settings)` names the setting in
+  reports (main knob, the signal, then every secondary knob that differs from its default, e.g.
   `target=24 signal=waiting down_window=600`).
 
+The oracle's reported cost is the cheaper of its bisected headroom plan and the cheapest constant plan
+(which replays a static fleet exactly): `simulations.autoscalers.oracle.run_oracle` does both searches.
+
 `make_baseline`, `setting_label`, `parse_baselines` keep the command-line syntax `hpa:16,keda:5,oracle`.
-The oracle's replay needs the scenario and workload (`simulations.autoscalers.oracle`), and `ours` needs a
-policy; neither is built by `make_baseline`.
 """
 
 from __future__ import annotations
@@ -28,9 +30,12 @@ from simulations.autoscalers.base import Autoscaler
 from simulations.autoscalers.hpa import Hpa
 from simulations.autoscalers.keda import Keda
 from simulations.autoscalers.kpa import Kpa
+from simulations.autoscalers.oracle import Oracle
 from simulations.autoscalers.ours import Ours, with_target_utilization
 from simulations.autoscalers.static import Static
 from simulations.errors import SimulationInputError
+from simulations.scenario import Scenario
+from simulations.trace import BinnedWorkload, Trace
 
 Direction = Literal["cheaper_up", "costlier_up"]
 Value = float | int | str
@@ -63,15 +68,24 @@ class Knob:
         return self.candidates[0]
 
 
-Builder = Callable[[float, Mapping[str, Any], PolicySpec | None], Autoscaler]
+@dataclass(frozen=True)
+class BuildContext:
+    """What some families need besides their settings."""
+
+    policy: PolicySpec | None = None
+    scenario: Scenario | None = None
+    workload: Trace | BinnedWorkload | None = None
+
+
+Builder = Callable[[float, Mapping[str, Any], BuildContext], Autoscaler]
 
 
 @dataclass(frozen=True)
 class Family:
     name: str
     main: MainKnob
+    build: Builder
     knobs: tuple[Knob, ...] = ()
-    build: Builder | None = None
     main_by_signal: Mapping[str, MainKnob] = field(default_factory=dict)
     description: str = ""
 
@@ -92,13 +106,11 @@ class Family:
             out[k] = v
         return out
 
-    def make(self, value: float, settings: Mapping[str, Any] | None = None,
-             policy: PolicySpec | None = None) -> Autoscaler:
-        if self.build is None:
-            raise ValueError(f"{self.name} is not built from a setting (see its module)")
+    def make(self, value: float, settings: Mapping[str, Any] | None = None, policy: PolicySpec | None = None,
+             scenario: Scenario | None = None, workload: Trace | BinnedWorkload | None = None) -> Autoscaler:
         s = self.resolve(settings)
         self.main_for(s).check(value)
-        return self.build(value, s, policy)
+        return self.build(value, s, BuildContext(policy, scenario, workload))
 
     def label(self, value: float, settings: Mapping[str, Any] | None = None) -> str:
         s = self.resolve(settings)
@@ -120,7 +132,7 @@ MIN_REPLICAS: tuple[Value, ...] = (1, 2, 4)
 FAMILIES: dict[str, Family] = {
     "static": Family(
         "static", MainKnob("replicas", 8, 1, 200, "costlier_up", integer=True),
-        build=lambda v, s, p: Static(int(v)),
+        build=lambda v, s, c: Static(int(v)),
         description="a fixed replica count for the whole run"),
     "hpa": Family(
         "hpa", MainKnob("target", 32, 1, 256, "cheaper_up", unit="running requests per pod"),
@@ -136,7 +148,7 @@ FAMILIES: dict[str, Family] = {
             "waiting": MainKnob("target", 4, 0.1, 256, "cheaper_up", unit="waiting requests per pod"),
             "queue_p90": MainKnob("target", 0.5, 0.01, 30, "cheaper_up", unit="seconds of p90 queue time"),
         },
-        build=lambda v, s, p: Hpa(v, signal=str(s["signal"]), down_window_seconds=float(s["down_window"]),
+        build=lambda v, s, c: Hpa(v, signal=str(s["signal"]), down_window_seconds=float(s["down_window"]),
                                   min_replicas=_opt_int(s["min_replicas"])),
         description="Kubernetes HPA v2 (pkg/controller/podautoscaler)"),
     "keda": Family(
@@ -152,7 +164,7 @@ FAMILIES: dict[str, Family] = {
             "waiting": MainKnob("threshold", 5, 0.1, 512, "cheaper_up", unit="waiting requests per replica"),
             "queue_p90": MainKnob("threshold", 0.5, 0.01, 30, "cheaper_up", unit="seconds of p90 queue time"),
         },
-        build=lambda v, s, p: Keda(v, signal=str(s["signal"]), down_window_seconds=float(s["down_window"]),
+        build=lambda v, s, c: Keda(v, signal=str(s["signal"]), down_window_seconds=float(s["down_window"]),
                                    min_replicas=_opt_int(s["min_replicas"]),
                                    cooldown_seconds=float(s["cooldown"])),
         description="KEDA ScaledObject with a Prometheus trigger, driving its generated HPA"),
@@ -163,16 +175,17 @@ FAMILIES: dict[str, Family] = {
             Knob("window", (60.0, 180.0, 300.0), "autoscaling.knative.dev/window (stable window)"),
             Knob("min_replicas", MIN_REPLICAS, "autoscaling.knative.dev/min-scale"),
         ),
-        build=lambda v, s, p: Kpa(v, stable_window_seconds=float(s["window"]),
+        build=lambda v, s, c: Kpa(v, stable_window_seconds=float(s["window"]),
                                   scale_down_delay_seconds=float(s["scale_down_delay"]),
                                   min_scale=_opt_int(s["min_replicas"])),
         description="Knative Pod Autoscaler on concurrency (pkg/autoscaler/scaling)"),
     "ours": Family(
         "ours", MainKnob("target_utilization", 0.75, 0.2, 1.0, "cheaper_up", unit="share of learned capacity"),
-        build=lambda v, s, p: _make_ours(v, p),
+        build=lambda v, s, c: _make_ours(v, c.policy),
         description="the decision core; its frontier sweeps capacity.targetUtilization"),
     "oracle": Family(
         "oracle", MainKnob("headroom", 1.0, 0.3, 4.0, "costlier_up", unit="× the trace's requirement"),
+        build=lambda v, s, c: _make_oracle(v, c),
         description="perfect foresight of trace and cold starts (simulations.autoscalers.oracle); its cost is "
                     "the cheaper of the bisected headroom plan and the cheapest constant plan"),
 }
@@ -187,6 +200,12 @@ def _make_ours(value: float, policy: PolicySpec | None) -> Autoscaler:
     if policy is None:
         raise ValueError("ours needs a policy")
     return Ours(with_target_utilization(policy, value))
+
+
+def _make_oracle(value: float, c: BuildContext) -> Autoscaler:
+    if c.scenario is None or c.workload is None:
+        raise ValueError("the oracle plans for a scenario and its workload: pass both")
+    return Oracle.for_scenario(c.scenario, c.workload, value)
 
 
 def family(name: str) -> Family:

@@ -217,10 +217,10 @@ class HpaBehavior:
 PerPodSignal = Callable[[FleetSample, Context, float, float], float | None]
 
 
-def _per_pod(field: str) -> PerPodSignal:
+def _per_pod(total: Callable[[FleetSample], float]) -> PerPodSignal:
     def read(sample: FleetSample, ctx: Context, now: float, lag: float) -> float | None:
         n = sample.reporting_replicas
-        return getattr(sample, field) / n if n else None
+        return total(sample) / n if n else None
     return read
 
 
@@ -229,8 +229,8 @@ def _queue_p90(sample: FleetSample, ctx: Context, now: float, lag: float) -> flo
 
 
 HPA_SIGNALS: dict[str, PerPodSignal] = {
-    "running": _per_pod("running"),
-    "waiting": _per_pod("waiting"),
+    "running": _per_pod(lambda s: s.running),
+    "waiting": _per_pod(lambda s: s.waiting),
     "queue_p90": _queue_p90,
 }
 

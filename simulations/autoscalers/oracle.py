@@ -10,7 +10,7 @@ only if no interval holds more work than it can clear in that interval plus `d`:
 minute-scale level and the second-scale bursts (a burst of B replica-seconds needs B / (1 + d) replicas,
 not B), and looks only backwards, so it is a property of the trace alone.
 
-**One knob, `headroom`.** The plan is `need[s] = clip(ceil(headroom × req[s]), min, max)`: headroom below 1
+**One knob, `headroom`.** The plan is `need[s] = clip(ceil(headroom × req[s]), 0, max)`: headroom below 1
 trusts that the 1% of requests the target allows can be the burstiest; above 1 covers the fleet model's
 imperfect packing. The bench bisects it to the cheapest headroom reaching the target, exactly as it
 bisects the baselines' main knobs (`simulations.autoscalers.registry`).
@@ -19,7 +19,9 @@ bisects the baselines' main knobs (`simulations.autoscalers.registry`).
 take to be ready (`Lifecycle.peek_ready_in`: the pre-drawn stage durations and the cluster's nodes) and
 orders replicas exactly that long before `need` rises; it removes a replica when `need` does not come back
 to the current count within that lead (keeping an idle replica for less than a cold start is cheaper than
-restarting it). It starts the run with the replicas the first lead time needs already warm.
+restarting it). It starts the run with the replicas the first lead time needs already warm. Its floor is 0,
+below the scenario's: a family may be configured to scale to zero (KEDA `minReplicaCount: 0`), and the
+oracle goes to zero only when nothing arrives for ten minutes and nothing is coming within a cold start.
 
 **Why it bounds the others.** A constant plan is also a plan with foresight: `need ≡ N` replays exactly the
 static fleet of N (same warm start, no scale events). `run_oracle` therefore returns the cheaper of the
@@ -73,7 +75,7 @@ def plan_need(scenario: Scenario, workload: Trace | BinnedWorkload, headroom: fl
     work = demand_replicas(workload, scenario.serving, 1.0)
     req = requirement(work, 0.5 * scenario.slo.ttft_seconds)
     need = np.ceil(headroom * req - 1e-9).astype(np.int64)
-    return np.clip(need, max(1, scenario.min_replicas), scenario.max_replicas)
+    return np.clip(need, 0, scenario.max_replicas)
 
 
 class RangeMax:
@@ -113,7 +115,7 @@ class Oracle:
     def for_scenario(cls, scenario: Scenario, workload: Trace | BinnedWorkload, headroom: float) -> Oracle:
         if not headroom > 0:
             raise ValueError("the oracle's headroom must be > 0")
-        return cls(plan_need(scenario, workload, headroom), max(1, scenario.min_replicas))
+        return cls(plan_need(scenario, workload, headroom), 0)
 
     @classmethod
     def constant(cls, replicas: int, seconds: int) -> Oracle:

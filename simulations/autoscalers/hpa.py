@@ -2,7 +2,8 @@
 
 Follows kubernetes/kubernetes `pkg/controller/podautoscaler/` (see docs/baselines.md):
 
-- `horizontal.go`, `reconcileAutoscaler`: every sync (15 s, `--horizontal-pod-autoscaler-sync-period`)
+- `horizontal.go`, `reconcileAutoscaler`: every sync (15 s, `--horizontal-pod-autoscaler-sync-period`; the
+  first one 15 s after creation, since `enqueueHPA` adds with `rate_limiters.go`'s fixed-interval limiter)
   it reads `spec.replicas` and first calls `recordInitialRecommendation`, which seeds the recommendation
   list with the current count the first time it sees the HPA. A fresh HPA therefore cannot scale below the
   count it found until a whole scale-down stabilization window has passed. Current below `minReplicas`

@@ -121,10 +121,9 @@ class Keda:
             if current == 0:
                 return max(lo, 1)
             return None
-        if current > 0 and lo == 0:
-            since = self.last_active if self.last_active is not None else 0.0  # initialCooldownPeriod 0
-            if self.last_active is None or since + self.cooldown < now:
-                return 0
+        # never active: creation + initialCooldownPeriod (0) has passed; else cooldownPeriod after the last
+        if current > 0 and lo == 0 and (self.last_active is None or self.last_active + self.cooldown < now):
+            return 0
         return None
 
     def _hpa(self, now: float, ctx: Context, lo: int, hi: int) -> int | None:

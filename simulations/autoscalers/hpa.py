@@ -124,6 +124,21 @@ DEFAULT_UP_POLICIES = (ScalingPolicy("Percent", 100, 15), ScalingPolicy("Pods", 
 DEFAULT_DOWN_POLICIES = (ScalingPolicy("Percent", 100, 15),)
 
 
+def parse_policy(text: str) -> tuple[ScalingPolicy, ...]:
+    """`100%/15s` → Percent 100 per 15 s; `1pod/60s` → Pods 1 per 60 s (one `behavior` policy)."""
+    amount, _, period = text.partition("/")
+    if not period.endswith("s"):
+        raise ValueError(f"scaling policy {text!r}: write e.g. 100%/15s or 1pod/60s")
+    seconds = float(period[:-1])
+    if not 0 < seconds <= 1800:
+        raise ValueError(f"scaling policy {text!r}: periodSeconds must be within 1..1800")
+    if amount.endswith("%"):
+        return (ScalingPolicy("Percent", float(amount[:-1]), seconds),)
+    if amount.endswith("pod") or amount.endswith("pods"):
+        return (ScalingPolicy("Pods", float(amount.rstrip("s").removesuffix("pod")), seconds),)
+    raise ValueError(f"scaling policy {text!r}: write e.g. 100%/15s or 1pod/60s")
+
+
 class HpaBehavior:
     """The controller's per-HPA memory: recommendations and scale events, with `behavior` applied."""
 
@@ -246,7 +261,8 @@ class Hpa:
 
     def __init__(self, target: float, signal: str = "running",
                  down_window_seconds: float = DEFAULT_DOWN_WINDOW_SECONDS, min_replicas: int | None = None,
-                 adapter_lag_seconds: float = ADAPTER_LAG_SECONDS):
+                 adapter_lag_seconds: float = ADAPTER_LAG_SECONDS,
+                 down_policies: tuple[ScalingPolicy, ...] = DEFAULT_DOWN_POLICIES):
         if not target > 0:
             raise ValueError("the HPA target must be > 0")
         if signal not in HPA_SIGNALS:
@@ -259,7 +275,7 @@ class Hpa:
         self.min_replicas = min_replicas
         self.lag = adapter_lag_seconds
         self.interval_seconds = SYNC_PERIOD_SECONDS
-        self.behavior = HpaBehavior(down_window_seconds)
+        self.behavior = HpaBehavior(down_window_seconds, down_policies=down_policies)
 
     def initial_replicas(self, default: int) -> int:
         return default if self.min_replicas is None else max(default, self.min_replicas)

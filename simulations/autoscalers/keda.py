@@ -34,10 +34,12 @@ from collections.abc import Callable
 
 from simulations.autoscalers.base import Context
 from simulations.autoscalers.hpa import (
+    DEFAULT_DOWN_POLICIES,
     DEFAULT_DOWN_WINDOW_SECONDS,
     SYNC_PERIOD_SECONDS,
     TOLERANCE,
     HpaBehavior,
+    ScalingPolicy,
     group_pods,
     within_tolerance,
 )
@@ -68,7 +70,8 @@ class Keda:
     def __init__(self, threshold: float = 5.0, signal: str = "waiting",
                  down_window_seconds: float = DEFAULT_DOWN_WINDOW_SECONDS, min_replicas: int | None = None,
                  cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS, activation_threshold: float = 0.0,
-                 polling_seconds: float = DEFAULT_POLLING_SECONDS):
+                 polling_seconds: float = DEFAULT_POLLING_SECONDS,
+                 down_policies: tuple[ScalingPolicy, ...] = DEFAULT_DOWN_POLICIES):
         if not threshold > 0:
             raise ValueError("the KEDA threshold must be > 0")
         if signal not in KEDA_SIGNALS:
@@ -83,7 +86,7 @@ class Keda:
         self.activation = activation_threshold
         self.polling = polling_seconds
         self.interval_seconds = min(SYNC_PERIOD_SECONDS, polling_seconds)
-        self.behavior = HpaBehavior(down_window_seconds)
+        self.behavior = HpaBehavior(down_window_seconds, down_policies=down_policies)
         self.last_active: float | None = None
         self._next_poll = 0.0
         self._next_sync = 0.0

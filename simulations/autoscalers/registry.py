@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from autoscaler.policy import PolicySpec
 from simulations.autoscalers.base import Autoscaler
-from simulations.autoscalers.hpa import Hpa
+from simulations.autoscalers.hpa import Hpa, parse_policy
 from simulations.autoscalers.keda import Keda
 from simulations.autoscalers.kpa import Kpa
 from simulations.autoscalers.oracle import Oracle
@@ -127,6 +127,7 @@ def _opt_int(v: Any) -> int | None:
 
 
 DOWN_WINDOWS: tuple[Value, ...] = (300.0, 600.0, 900.0)
+DOWN_POLICIES: tuple[Value, ...] = ("100%/15s", "10%/60s", "1pod/60s")
 MIN_REPLICAS: tuple[Value, ...] = (1, 2, 4)
 
 FAMILIES: dict[str, Family] = {
@@ -141,6 +142,7 @@ FAMILIES: dict[str, Family] = {
                  "Pods metric through prometheus-adapter: vllm:num_requests_running, "
                  "vllm:num_requests_waiting, or p90 queue time (s)"),
             Knob("down_window", DOWN_WINDOWS, "behavior.scaleDown.stabilizationWindowSeconds"),
+            Knob("down_policy", DOWN_POLICIES, "behavior.scaleDown.policies (one policy)"),
             Knob("min_replicas", MIN_REPLICAS, "minReplicas"),
         ),
         main_by_signal={
@@ -149,7 +151,8 @@ FAMILIES: dict[str, Family] = {
             "queue_p90": MainKnob("target", 0.5, 0.01, 30, "cheaper_up", unit="seconds of p90 queue time"),
         },
         build=lambda v, s, c: Hpa(v, signal=str(s["signal"]), down_window_seconds=float(s["down_window"]),
-                                  min_replicas=_opt_int(s["min_replicas"])),
+                                  min_replicas=_opt_int(s["min_replicas"]),
+                                  down_policies=parse_policy(str(s["down_policy"]))),
         description="Kubernetes HPA v2 (pkg/controller/podautoscaler)"),
     "keda": Family(
         "keda", MainKnob("threshold", 5, 0.1, 512, "cheaper_up", unit="waiting requests per replica"),
@@ -157,6 +160,7 @@ FAMILIES: dict[str, Family] = {
             Knob("signal", ("waiting", "queue_p90"),
                  "Prometheus trigger: sum(vllm:num_requests_waiting) AverageValue, or p90 queue time (s) Value"),
             Knob("down_window", DOWN_WINDOWS, "advanced.horizontalPodAutoscalerConfig.behavior scale-down window"),
+            Knob("down_policy", DOWN_POLICIES, "advanced.horizontalPodAutoscalerConfig.behavior scale-down policy"),
             Knob("min_replicas", (1, 0, 2, 4), "minReplicaCount (0: KEDA scales to zero after cooldownPeriod)"),
             Knob("cooldown", (300.0, 600.0, 900.0), "cooldownPeriod (only acts with minReplicaCount 0)"),
         ),
@@ -166,7 +170,8 @@ FAMILIES: dict[str, Family] = {
         },
         build=lambda v, s, c: Keda(v, signal=str(s["signal"]), down_window_seconds=float(s["down_window"]),
                                    min_replicas=_opt_int(s["min_replicas"]),
-                                   cooldown_seconds=float(s["cooldown"])),
+                                   cooldown_seconds=float(s["cooldown"]),
+                                   down_policies=parse_policy(str(s["down_policy"]))),
         description="KEDA ScaledObject with a Prometheus trigger, driving its generated HPA"),
     "kpa": Family(
         "kpa", MainKnob("target", 100, 1, 1024, "cheaper_up", unit="concurrent requests per pod (×70%)"),

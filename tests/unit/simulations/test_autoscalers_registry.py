@@ -32,6 +32,7 @@ def test_the_cold_start_knobs_an_operator_tunes_are_sweepable() -> None:
     knobs = {f: {k.name: k.candidates for k in fam.knobs} for f, fam in FAMILIES.items()}
     assert knobs["hpa"]["down_window"] == (300.0, 600.0, 900.0)
     assert knobs["keda"]["down_window"] == (300.0, 600.0, 900.0)
+    assert knobs["hpa"]["down_policy"][0] == "100%/15s" == knobs["keda"]["down_policy"][0]  # the default
     assert 0 in knobs["keda"]["min_replicas"] and len(knobs["keda"]["cooldown"]) > 1
     assert 0.0 in knobs["kpa"]["scale_down_delay"] and 600.0 in knobs["kpa"]["scale_down_delay"]
     assert set(knobs["hpa"]["signal"]) == {"running", "waiting", "queue_p90"}

@@ -16,6 +16,7 @@ from simulations.autoscalers.hpa import (
     PodGroups,
     ScalingPolicy,
     group_pods,
+    parse_policy,
     plain_metric_replicas,
 )
 from simulations.autoscalers.keda import Keda
@@ -146,6 +147,14 @@ def test_hpa_rate_limits_use_the_period_start_and_truncate_percent_on_scale_down
     half = HpaBehavior(down_window_seconds=0, down_policies=(ScalingPolicy("Percent", 50, 60),))
     assert half.apply(0, current=5, recommendation=1, lo=1, hi=100) == 2  # int(5 × 0.5) = 2, not 3
     assert half.apply(30, current=2, recommendation=1, lo=1, hi=100) == 2  # the period started at 5: 2 left
+
+
+def test_hpa_scale_down_policy_is_a_setting() -> None:
+    hpa = Hpa(32, down_policies=parse_policy("1pod/60s"))
+    writes = _drive(hpa, FakeFleet(target=4, ready=4), until=600, per_pod_running=1.0)
+    assert writes == [(315.0, 3), (375.0, 2), (435.0, 1)]  # one pod per 60-s period once the window passed
+    with pytest.raises(ValueError, match="write e"):
+        parse_policy("fast")
 
 
 def test_hpa_with_zero_replicas_is_disabled() -> None:

@@ -13,19 +13,16 @@ from typing import Any
 import numpy as np
 
 from simulations.autoscalers.base import Autoscaler, Context
-from simulations.autoscalers.oracle import Oracle
 from simulations.fleet import RequestFleet
 from simulations.fluid import FluidFleet
 from simulations.metrics_view import MetricsView
 from simulations.outcome import Outcome
-from simulations.scenario import Scenario, demand_replicas, start_epoch
+from simulations.scenario import Scenario, start_epoch
 from simulations.trace import BinnedWorkload, Trace
 
 SCRAPE_INTERVAL_SECONDS = 15.0
 RATE_WINDOW_SECONDS = 60.0
 DRAIN_SECONDS = 600.0
-ORACLE_TARGET = 0.999
-ORACLE_MAX_ROUNDS = 12
 
 
 @dataclass
@@ -127,47 +124,8 @@ def ttft_series(fleet: RequestFleet | FluidFleet, step: float = 60.0) -> tuple[n
     return fleet.wait_series(step)
 
 
-def oracle_need(scenario: Scenario, workload: Trace | BinnedWorkload, utilisation: float = 0.85,
-                smooth_seconds: int = 5) -> np.ndarray:
-    """Replicas each second needs: the 5-s mean of arriving work at 85% utilisation, and enough that a
-    1-s burst is served within 3/4 of the TTFT SLO."""
-    demand = demand_replicas(workload, scenario.serving, 1.0)
-    kernel = np.ones(smooth_seconds) / smooth_seconds
-    smooth = np.convolve(demand, kernel, mode="same")
-    burst = demand / (0.75 * scenario.slo.ttft_seconds)
-    return np.ceil(np.maximum(smooth / utilisation, burst) - 1e-9).astype(np.int64)
-
-
 def run_oracle(scenario: Scenario, workload: Trace | BinnedWorkload) -> RunResult:
-    """Replay the oracle, raising its `need` where the SLO is missed, until ≥ 99.9% attainment."""
-    need = oracle_need(scenario, workload)
-    need = np.minimum(np.maximum(need, scenario.min_replicas), scenario.max_replicas)
-    best: RunResult | None = None
-    wall = 0.0
-    for _ in range(ORACLE_MAX_ROUNDS):
-        oracle = Oracle(need, scenario.min_replicas)
-        res = run(scenario, workload, oracle)
-        wall += res.wall_seconds
-        best = res
-        if res.outcome.attainment >= ORACLE_TARGET:
-            break
-        missed = _missed_seconds(res, len(need))
-        if not missed.any():
-            break
-        # capacity was short in the seconds before each miss: one more replica there
-        window = 30
-        ahead = np.convolve(missed.astype(np.float64), np.ones(window), mode="full")
-        bump = ahead[window - 1: window - 1 + len(need)] > 0  # any miss in [s, s + window)
-        raised = np.ceil(need * 1.2).astype(np.int64) + 1
-        need = np.minimum(np.where(bump, raised, need), scenario.max_replicas)
-    assert best is not None
-    best.wall_seconds = wall
-    return best
+    """The oracle's cheapest plan reaching 99% (see `simulations.autoscalers.oracle.run_oracle`)."""
+    from simulations.autoscalers import oracle
 
-
-def _missed_seconds(res: RunResult, n: int) -> np.ndarray:
-    """Seconds (by arrival) that hold a request over the SLO."""
-    missed = np.zeros(n, dtype=bool)
-    if res.missed_arrivals is not None and len(res.missed_arrivals):
-        missed[np.clip(res.missed_arrivals.astype(np.int64), 0, n - 1)] = True
-    return missed
+    return oracle.run_oracle(scenario, workload, scenario.slo.target_attainment)

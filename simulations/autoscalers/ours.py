@@ -3,6 +3,9 @@
 Signals: the load part from the metrics view (Prometheus with lags), replica counts by phase, cluster
 facts and completed cold-start stages from the simulated scale target; `now` is unix seconds so the
 policy's time-of-day floors apply to the trace's own dates.
+
+Its frontier knob (`simulations.autoscalers.registry`) is `capacity.targetUtilization`: the share of a
+replica's capacity the policy plans to use; `with_target_utilization` returns the policy with it changed.
 """
 
 from __future__ import annotations
@@ -12,6 +15,14 @@ from dataclasses import replace
 from autoscaler.core import CoreState, decide, forecast_config
 from autoscaler.policy import PolicySpec
 from simulations.autoscalers.base import Context
+
+
+def with_target_utilization(policy: PolicySpec, utilization: float) -> PolicySpec:
+    """The policy with `capacity.targetUtilization` set (validated like the policy file's field)."""
+    if not 0 < utilization <= 1:
+        raise ValueError(f"targetUtilization must be within (0, 1], not {utilization:g}")
+    capacity = policy.capacity.model_copy(update={"target_utilization": utilization})
+    return policy.model_copy(update={"capacity": capacity})
 
 
 class Ours:

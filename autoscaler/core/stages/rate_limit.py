@@ -1,0 +1,36 @@
+"""Rate limits: how far one period may move the count.
+
+Scale-up: from the lowest count decided within scaleUp.periodSeconds, by at least maxStepReplicas or
+maxStepPercent (panic's larger percent while the SLO is breached). Scale-down: from the highest count
+decided within scaleDown.periodSeconds, by at most max(maxStepReplicas, maxStepPercent), never below
+the stabilized recommendation.
+"""
+
+from __future__ import annotations
+
+import math
+
+from autoscaler.core.reason import Reason
+from autoscaler.core.stages.stabilize import History
+from autoscaler.policy import PolicySpec
+
+_UP_REASON = {"predictive": Reason.SCALE_UP_PREDICTIVE, "floor": Reason.SCALE_UP_FLOOR}
+
+
+def scale_up(policy: PolicySpec, decisions: History, now: float, current: int, raw: int, binding: str,
+             panic: bool) -> tuple[int, Reason]:
+    up = policy.scale_up
+    ref = min([current, *(r for t, r in decisions if t >= now - up.period_seconds)])
+    pct = up.panic.max_step_percent if panic else up.max_step_percent
+    allowed = ref + max(up.max_step_replicas, math.ceil(ref * pct / 100.0))
+    desired = min(raw, max(allowed, current))
+    if desired < raw:
+        return desired, Reason.SCALE_UP_RATE_LIMITED
+    return desired, _UP_REASON.get(binding, Reason.SCALE_UP_REACTIVE)
+
+
+def scale_down(policy: PolicySpec, decisions: History, now: float, current: int, stabilized: int) -> int:
+    down = policy.scale_down
+    ref = max([current, *(r for t, r in decisions if t >= now - down.period_seconds)])
+    step = max(down.max_step_replicas, math.floor(ref * down.max_step_percent / 100))
+    return max(stabilized, ref - step, current - step)

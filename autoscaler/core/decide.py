@@ -11,12 +11,13 @@ onMissingMetrics says what it leads to.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from autoscaler.core.coldstart import LeadTime, lead_time
 from autoscaler.core.floors import floor_at
 from autoscaler.core.reason import Reason
-from autoscaler.core.signals import Signals
+from autoscaler.core.signals import Signals, age_within
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
 from autoscaler.core.stages.capacity import capacity
 from autoscaler.core.stages.demand import demand
@@ -25,9 +26,9 @@ from autoscaler.core.stages.panic import panic
 from autoscaler.core.stages.predictive import predictive
 from autoscaler.core.stages.rate_limit import scale_down, scale_up
 from autoscaler.core.stages.reactive import reactive, ready_in
-from autoscaler.core.stages.readings import read
+from autoscaler.core.stages.readings import Readings, read
 from autoscaler.core.stages.slo_feedback import slo_attainment
-from autoscaler.core.stages.stabilize import since, stabilize
+from autoscaler.core.stages.stabilize import remember_extremes, remember_max, since, stabilize
 from autoscaler.core.state import CoreState
 from autoscaler.policy import PolicySpec
 from forecasting import ForecastConfig
@@ -51,6 +52,10 @@ class Decision:
     metrics_fresh: bool
     unschedulable_stuck: int
     message: str
+    # Signals the decision uses that it could not trust this tick (stale, absent, implausible): no scale-down.
+    missing_signals: tuple[str, ...] = ()
+    # Signals whose fresh value was outside its plausible range (readings.PLAUSIBLE), for the source's error count.
+    implausible_signals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,23 +92,23 @@ def decide(
     forecast_cfg: ForecastConfig | None = None,
 ) -> DecisionResult:
     """Desired replicas for one model. Pass `forecast_cfg=forecast_config(policy)` to skip rebuilding it."""
-    stale = policy.metrics.staleness_seconds
     replicas = signals.replicas
     prev_tick = state.last_tick
     state = replace(state, coldstart=state.coldstart.observe(signals.observations), last_tick=now)
     lead = lead_time(policy.cold_start, state.coldstart, signals.cluster)
-    floor, top = floor_at(policy.replicas, now), policy.replicas.max
-    if replicas is None or replicas.age_seconds > stale:
+    if (replicas is None or not age_within(replicas.age_seconds, policy.metrics.staleness_seconds)
+            or replicas.desired < 0 or not math.isfinite(now)):
         d = Decision(None, None, Reason.TARGET_UNKNOWN, "target", {}, lead.median_seconds, None, False,
-                     False, 0, "target replicas unknown or stale: nothing written")
+                     False, 0, "target replicas (or the clock) unknown, stale or invalid: nothing written")
         return DecisionResult(d, state)
+    floor, top = floor_at(policy.replicas, now), policy.replicas.max
     current = replicas.desired
-    r = read(signals, stale)
+    r = read(policy, signals)
     if not r.demand_known:
-        return _missing_metrics(policy, state, now, current, floor, top, lead)
+        return _missing_metrics(policy, state, now, current, floor, top, lead, r)
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
-    cp = capacity(policy, signals, replicas, dm.served, dm.waiting, r.kv_cache_usage, True, state.capacity,
+    cp = capacity(policy, signals, replicas, dm.served, dm.waiting, r.kv_cache_usage, not r.unknown, state.capacity,
                   state.load_factor, state.settled_since, now - prev_tick if prev_tick is not None else 0.0, now)
     pr = predictive(policy, forecast_cfg or forecast_config(policy), state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
@@ -113,8 +118,12 @@ def decide(
     b = binding({"predictive": pr.replicas, "reactive": re.replicas, "concurrency": re.concurrency,
                  "floor": floor}, top)
     stuck = stuck_unschedulable(policy, replicas)
-    st = stabilize(state.recommendations, now, stabilization_window_seconds(policy, lead), current, b.raw)
-    decisions = since(state.decisions, now - _rate_limit_period(policy))
+    # A tick that cannot trust every signal it uses is no evidence for a scale-down: it recommends at
+    # least the current count, like the missing-metrics path.
+    recommended = b.raw if not r.unknown else min(top, max(b.raw, current))
+    st = stabilize(state.recommendations, now, stabilization_window_seconds(policy, lead), policy.interval_seconds,
+                   current, recommended)
+    decisions = since(state.decisions, now - _rate_limit_period(policy), now)
     components: dict[str, float] = {
         **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), "reactive": re.replicas,
         "concurrency": re.concurrency, "floor": floor, "max": top, "lead_time_high_s": round(lead.high_seconds, 1),
@@ -131,20 +140,22 @@ def decide(
         desired, reason = current, Reason.PANIC_HOLD
     else:
         desired, reason = scale_down(policy, decisions, now, current, st.value), Reason.SCALE_DOWN
-        components["stabilized"] = st.value
+        components.update(st.explain())
+    if r.unknown and desired <= (held := missing_target(policy, current)):
+        desired, reason = held, Reason.METRICS_MISSING  # scale up on what is known, never down
     desired, reason = clamp(desired, reason, floor, top)
 
     next_state = replace(
         state,
         recommendations=st.recommendations,
-        decisions=(*decisions, (now, desired)),
+        decisions=remember_extremes(decisions, now, desired),
         panic_until=pn.until,
         forecast=pr.forecast,
         forecast_step_seconds=policy.forecast.step_seconds if pr.forecast is not None else None,
         forecast_seed=None if pr.forecast is not None else state.forecast_seed,
         forecast_cache=pr.cache,
         capacity=cp.stats,
-        last_waiting=(now, dm.waiting),
+        last_waiting=(now, dm.waiting) if dm.waiting_known else None,
         last_growth=dm.growth,
         load_factor=cp.load_factor,
         settled_since=cp.settled_since,
@@ -159,47 +170,74 @@ def decide(
         lead_time_seconds=lead.high_seconds,
         forecast_work=pr.forecast_work,
         panic=pn.active,
-        metrics_fresh=True,
+        metrics_fresh=not r.unknown,
         unschedulable_stuck=stuck,
-        message=_message(reason, desired, current, b.binding, b.raw, stuck),
+        message=_message(reason, desired, current, b.binding, b.raw, stuck, top, r.unknown, policy),
+        missing_signals=r.unknown,
+        implausible_signals=r.implausible,
     )
     return DecisionResult(d, next_state)
 
 
-def _missing_metrics(
-    policy: PolicySpec, state: CoreState, now: float, current: int, floor: int, top: int, lead: LeadTime
-) -> DecisionResult:
-    """Demand unknown: never scale down; do what the policy says (hold, floor or a fixed fallback)."""
+def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: int, floor: int, top: int,
+                     lead: LeadTime, r: Readings) -> DecisionResult:
+    """Demand unknown: never scale down; do what the policy says (hold, floor or a fixed fallback). Only
+    replicas.max, a bound the user configured, may lower the count, and the decision says so."""
     action = policy.on_missing_metrics.action
     desired = min(top, max(floor, missing_target(policy, current)))
-    recs = (*since(state.recommendations, now - stabilization_window_seconds(policy, lead)), (now, desired))
-    decisions = (*since(state.decisions, now - _rate_limit_period(policy)), (now, desired))
-    next_state = replace(state, recommendations=recs, decisions=decisions, last_waiting=None)
+    reason, bind = Reason.METRICS_MISSING, f"onMissingMetrics:{action}"
+    if desired < current:
+        reason, bind = Reason.SCALE_DOWN_MAX, "max"
+    unknown = tuple(n for n in ("prompt_tokens_rate", "generation_tokens_rate") if n not in r.unknown) + r.unknown
+    recs = remember_max(since(state.recommendations, now - stabilization_window_seconds(policy, lead), now), now,
+                        desired)
+    decisions = remember_extremes(since(state.decisions, now - _rate_limit_period(policy), now), now, desired)
+    next_state = replace(state, recommendations=recs, decisions=decisions, last_waiting=None,
+                         panic_until=panic(policy, None, None, state.panic_until, now).until)
     d = Decision(
         desired_replicas=desired,
         current_replicas=current,
-        reason=Reason.METRICS_MISSING,
-        binding=f"onMissingMetrics:{action}",
+        reason=reason,
+        binding=bind,
         components={"floor": floor, "max": top},
         lead_time_seconds=lead.high_seconds,
         forecast_work=None,
         panic=False,
         metrics_fresh=False,
         unschedulable_stuck=0,
-        message=(f"demand metrics missing or stale: {action} -> {desired}"
-                 + (f" (up from {current}: floor/fallback)" if desired > current else "")
-                 + " (never scale down on unknown data)"),
+        message=_missing_message(action, desired, current, top),
+        missing_signals=unknown,
+        implausible_signals=r.implausible,
     )
     return DecisionResult(d, next_state)
 
 
-def _message(reason: Reason, desired: int, current: int, binding: str, raw: int, stuck: int) -> str:
+def _missing_message(action: str, desired: int, current: int, top: int) -> str:
+    if desired < current:
+        return (f"demand metrics missing or stale; scale down {current} -> {desired}: clamped to replicas.max "
+                f"({top}), a configured bound applied even on unknown data")
+    return (f"demand metrics missing or stale: {action} -> {desired}"
+            + (f" (up from {current}: floor/fallback)" if desired > current else "")
+            + " (never scale down on unknown data)")
+
+
+def _message(reason: Reason, desired: int, current: int, binding: str, raw: int, stuck: int, top: int,
+             unknown: tuple[str, ...], policy: PolicySpec) -> str:
+    if reason is Reason.METRICS_MISSING:
+        names = ", ".join(unknown)
+        if desired > current:
+            return (f"{names} stale, missing or implausible: {policy.on_missing_metrics.action} -> {desired} "
+                    f"(up from {current}: floor/fallback; never scale down on unknown data)")
+        return f"hold at {current}: {names} stale, missing or implausible (never scale down on unknown data)"
+    if reason is Reason.SCALE_DOWN_MAX:
+        return f"scale down {current} -> {desired}: clamped to replicas.max ({top})"
+    suffix = f"; {', '.join(unknown)} stale, missing or implausible: no scale-down" if unknown else ""
     if reason is Reason.UNSCHEDULABLE:
-        return f"{stuck} replica(s) unschedulable past the limit; holding at {current} instead of {raw}"
+        return f"{stuck} replica(s) unschedulable past the limit; holding at {current} instead of {raw}" + suffix
     if reason is Reason.SCALE_UP_RATE_LIMITED:
-        return f"scale up {current} -> {desired} (wanted {raw} by {binding}; rate-limited)"
+        return f"scale up {current} -> {desired} (wanted {raw} by {binding}; rate-limited)" + suffix
     if desired > current:
-        return f"scale up {current} -> {desired} ({binding})"
+        return f"scale up {current} -> {desired} ({binding})" + suffix
     if desired < current:
         return f"scale down {current} -> {desired} (stabilized recommendation; {binding} wants {raw})"
     if reason is Reason.STABILIZING:

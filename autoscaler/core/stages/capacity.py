@@ -38,7 +38,10 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     stats = previous.observe(cap, served, replicas.ready) if saturated and learn else previous
     factor = stats.factor(cap)
     settled = not replicas.starting and replicas.ready >= replicas.desired and waiting < 1.0
-    settled_since = (previous_settled_since if previous_settled_since is not None else now) if settled else None
+    # A start in the future means the clock went backwards: settled from now on.
+    settled_since = None
+    if settled:
+        settled_since = min(previous_settled_since, now) if previous_settled_since is not None else now
     attained = slo_attainment(policy, signals, policy.metrics.staleness_seconds) if cap.slo_feedback.enabled else None
     lf = load_factor(policy, attained, previous_load_factor, since_last_tick,
                      now - settled_since if settled_since is not None else 0.0)

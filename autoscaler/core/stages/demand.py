@@ -26,6 +26,7 @@ class Demand:
     offered: float  # served + confirmed backlog growth
     backlog: float  # work waiting in the queue
     waiting: float  # sequences waiting, as used (0 when unknown)
+    waiting_known: bool  # whether `waiting` was read this tick (else no growth is derived from it)
     growth: float  # queue growth this tick, sequences/s
     work_per_request: float  # replica-seconds per request (EMA)
 
@@ -59,8 +60,9 @@ def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, last_wai
     assert r.prompt_tokens_rate is not None and r.generation_tokens_rate is not None
     cap = policy.capacity
     served = work_rate(cap, r.prompt_tokens_rate, r.generation_tokens_rate)
+    known = r.waiting is not None
     waiting = max(0.0, r.waiting) if r.waiting is not None else 0.0
     wpr = work_per_request(cap, previous_wpr, served, r.request_rate)
-    growth = queue_growth(last_waiting, waiting, now, policy.interval_seconds)
+    growth = queue_growth(last_waiting, waiting, now, policy.interval_seconds) if known else 0.0
     offered = served + min(growth, last_growth) * wpr
-    return Demand(served, offered, waiting * wpr, waiting, growth, wpr)
+    return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr)

@@ -1,5 +1,6 @@
 """Panic: the SLO is already breached (p90 queue time or TTFT over the SLO × queueTimeRatio). Panic lasts
-holdSeconds after the last breach; while it lasts, scale-up takes the larger panic step and scale-down waits."""
+holdSeconds after the last breach; while it lasts, scale-up takes the larger panic step and scale-down waits.
+A quantile the decision cannot read (stale, absent, implausible) is no breach; readings holds scale-down then."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ class Panic:
 def panic(policy: PolicySpec, queue_time_p90: float | None, ttft_p90: float | None, previous_until: float | None,
           now: float) -> Panic:
     spec = policy.scale_up.panic
-    until = previous_until
+    # A panic never lasts longer than holdSeconds from now, even if the clock went backwards since it began.
+    until = min(previous_until, now + spec.hold_seconds) if previous_until is not None else None
     if spec.enabled:
         slo, ratio = policy.slo, spec.queue_time_ratio
         queue_breached = queue_time_p90 is not None and queue_time_p90 > slo.queue_budget_seconds * ratio

@@ -15,6 +15,9 @@ from autoscaler.policy import PolicySpec
 from forecasting import ForecastConfig, ForecastState, new_state, observe, predict
 
 ForecastCache = tuple[int, int, float, float]  # (bucket index, horizon in buckets, quantile, forecast)
+# The forecast never looks further ahead than a day: a cold start that long is a broken prior, and a longer
+# horizon only costs memory in predict().
+MAX_HORIZON_SECONDS = 86400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,7 @@ def predictive(policy: PolicySpec, config: ForecastConfig, forecast: ForecastSta
         forecast = forecaster(forecast, step_seconds, seed, config)
     forecast = observe(config, forecast, now, offered)
     q = policy.forecast.quantile
+    horizon_seconds = horizon_seconds if 0.0 <= horizon_seconds <= MAX_HORIZON_SECONDS else MAX_HORIZON_SECONDS
     key = (int(now // config.step_seconds), math.ceil(horizon_seconds / config.step_seconds), q)
     if cache is not None and cache[:3] == key:
         work = cache[3]

@@ -3,7 +3,7 @@
 Scale-up: from the lowest count decided within scaleUp.periodSeconds, by at least maxStepReplicas or
 maxStepPercent (panic's larger percent while the SLO is breached). Scale-down: from the highest count
 decided within scaleDown.periodSeconds, by at most max(maxStepReplicas, maxStepPercent), never below
-the stabilized recommendation.
+the stabilized recommendation nor above the current count.
 """
 
 from __future__ import annotations
@@ -33,4 +33,6 @@ def scale_down(policy: PolicySpec, decisions: History, now: float, current: int,
     down = policy.scale_down
     ref = max([current, *(r for t, r in decisions if t >= now - down.period_seconds)])
     step = max(down.max_step_replicas, math.floor(ref * down.max_step_percent / 100))
-    return max(stabilized, ref - step, current - step)
+    # Never above the current count: a step counted from a higher count decided earlier (that the target did
+    # not take: a dry run, another writer) is no reason to grow (Kubernetes' HPA caps it the same way).
+    return min(current, max(stabilized, ref - step, current - step))

@@ -55,7 +55,7 @@ def test_queue_growth_needs_a_recent_previous_sample() -> None:
 
 def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -> None:
     pol = policy()
-    r = read(signals(work=4.0, desired=4, waiting=40.0, request_rate=40.0), 60.0)
+    r = read(pol, signals(work=4.0, desired=4, waiting=40.0, request_rate=40.0))
     d = demand(pol, r, 0.1, (985.0, 10.0), 1.0, 1000.0)
     assert d.served == 4.0 and d.waiting == 40.0 and d.growth == 2.0
     assert d.offered == 4.0 + min(2.0, 1.0) * d.work_per_request
@@ -157,13 +157,13 @@ def test_clamp_applies_floor_then_max() -> None:
 # stabilize
 def test_stabilize_takes_the_highest_recommendation_in_the_window() -> None:
     recs = ((100.0, 9), (200.0, 6), (300.0, 4))
-    assert since(recs, 150.0) == ((200.0, 6), (300.0, 4))
-    s = stabilize(recs, 400.0, 250.0, current=8, raw=3)
+    assert since(recs, 150.0, 400.0) == ((200.0, 6), (300.0, 4))
+    s = stabilize(recs, 400.0, 250.0, 15.0, current=8, raw=3)
     assert s.value == 6 and s.recommendations == ((200.0, 6), (300.0, 4), (400.0, 3))
 
 
 def test_stabilize_without_history_counts_the_current_count_as_recommended() -> None:
-    s = stabilize((), 400.0, 300.0, current=8, raw=3)
+    s = stabilize((), 400.0, 300.0, 15.0, current=8, raw=3)
     assert s.value == 8 and s.recommendations == ((400.0, 8), (400.0, 3))
 
 
@@ -183,6 +183,8 @@ def test_scale_down_steps_from_the_highest_count_of_the_period_never_below_stabi
     assert scale_down(pol, ((50.0, 22),), 100.0, 20, 5) == 20
     assert scale_down(pol, ((30.0, 22),), 100.0, 20, 5) == 18  # that decision is older than the period
     assert scale_down(pol, (), 100.0, 20, 19) == 19  # never below the stabilized recommendation
+    # 30 decided but the target still says 20 (dry run, another writer): 30 - 3 is no reason to grow.
+    assert scale_down(pol, ((90.0, 30),), 100.0, 20, 5) == 20
 
 
 # missing demand
@@ -193,3 +195,72 @@ def test_missing_target_never_scales_down() -> None:
     window = {"start": "08:00", "end": "09:00", "minReplicas": 12}
     assert missing_target(policy(replicas={"min": 1, "max": 50, "floorSchedule": [window]},
                                  onMissingMetrics={"action": "floor"}), 7) == 12
+
+
+# readings
+def test_readings_use_only_fresh_plausible_values_and_name_the_rest() -> None:
+    from dataclasses import replace
+
+    from autoscaler.core.signals import Measured
+
+    pol = policy(capacity={"maxConcurrency": 16})
+    base = signals(work=4.0, desired=4, queue_p90=0.2)
+    base = replace(base, ttft_p90_seconds=Measured(0.5, 5.0))
+    r = read(pol, base)
+    assert r.unknown == () and r.implausible == () and r.waiting == 0.0 and r.kv_cache_usage == 0.3
+    bad = replace(base, waiting=Measured(1e308, 5.0), kv_cache_usage=Measured(1.5, 5.0),
+                  running=Measured(float("nan"), 5.0), request_rate=Measured(float("inf"), 5.0))
+    r = read(pol, bad)
+    assert r.implausible == ("request_rate", "running", "waiting", "kv_cache_usage")
+    assert set(r.unknown) == {"request_rate", "running", "waiting", "kv_cache_usage"}
+    assert r.waiting is None and r.kv_cache_usage is None
+    stale = replace(base, waiting=Measured(400.0, 600.0))
+    assert read(pol, stale).unknown == ("waiting",) and read(pol, stale).implausible == ()
+
+
+def test_readings_tolerate_what_an_engine_may_not_report() -> None:
+    from dataclasses import replace
+
+    from autoscaler.core.signals import Measured
+
+    pol = policy()
+    # No KV gauge, no TTFT histogram (TGI), no quantile (no request finished): nothing to distrust.
+    tgi = replace(signals(work=4.0, desired=4), kv_cache_usage=Measured(), ttft_p90_seconds=Measured())
+    assert read(pol, tgi).unknown == ()
+    # The last known quantile ages while nothing finishes: expected at idle, a fault while requests finish.
+    idle = replace(signals(work=0.0, desired=4, request_rate=0.0), queue_time_p90_seconds=Measured(0.2, 900.0))
+    assert read(pol, idle).unknown == ()
+    busy = replace(signals(work=4.0, desired=4, request_rate=40.0), queue_time_p90_seconds=Measured(0.2, 900.0))
+    assert read(pol, busy).unknown == ("queue_time_p90_seconds",)
+    # Signals this policy does not use are never required: running without maxConcurrency, quantiles
+    # without panic.
+    no_panic = policy(scaleUp={"panic": {"enabled": False}})
+    assert read(no_panic, replace(busy, running=Measured(1.0, 900.0))).unknown == ()
+    # Absent waiting or request rate (every engine reports them) is unknown.
+    assert read(pol, replace(tgi, waiting=Measured(), request_rate=Measured())).unknown == ("request_rate", "waiting")
+
+
+def test_remembered_histories_keep_only_what_can_still_be_an_extreme() -> None:
+    from autoscaler.core.stages.stabilize import remember_extremes, remember_max
+
+    recs = remember_max(remember_max(remember_max((), 0.0, 5), 15.0, 8), 30.0, 6)
+    assert recs == ((15.0, 8), (30.0, 6))  # 5 is below a later 8: never again a window's maximum
+    assert remember_max(recs, 45.0, 9) == ((45.0, 9),)
+    h = ()
+    for t, r in enumerate((5, 3, 7, 4, 6)):
+        h = remember_extremes(h, float(t), r)
+    assert h == ((1.0, 3), (2.0, 7), (3.0, 4), (4.0, 6))  # 5 is neither the lowest nor the highest of any later period
+    for start in range(5):  # min and max over every period ending now are unchanged
+        window = [r for t, r in h if t >= start]
+        full = [r for t, r in enumerate((5, 3, 7, 4, 6)) if t >= start]
+        assert (min(window), max(window)) == (min(full), max(full))
+
+
+def test_history_stays_short_over_a_long_window() -> None:
+    from autoscaler.core import CoreState, decide
+
+    pol = policy(scaleDown={"stabilizationWindowSeconds": 7 * 86400})
+    state = CoreState()
+    for i in range(2000):
+        state = decide(pol, signals(work=3.0 + (i % 7), desired=10), state, 15.0 * i).state
+    assert len(state.recommendations) <= 10 and len(state.decisions) <= 20

@@ -64,12 +64,17 @@ class DecisionResult:
     state: CoreState
 
 
+# The forecaster's cost grows with the buckets it keeps (a refit over a million 1-s buckets takes
+# seconds): at most 28 days of 1-minute buckets are kept, the newest, whatever the step.
+MAX_HISTORY_BUCKETS = 40_320
+
+
 def forecast_config(policy: PolicySpec) -> ForecastConfig:
     f = policy.forecast
     return ForecastConfig(
         method=f.method,
         step_seconds=f.step_seconds,
-        history_seconds=f.history_seconds,
+        history_seconds=min(f.history_seconds, MAX_HISTORY_BUCKETS * f.step_seconds),
         refit_every_seconds=f.refit_every_seconds,
     )
 

@@ -264,3 +264,33 @@ def test_history_stays_short_over_a_long_window() -> None:
     for i in range(2000):
         state = decide(pol, signals(work=3.0 + (i % 7), desired=10), state, 15.0 * i).state
     assert len(state.recommendations) <= 10 and len(state.decisions) <= 20
+
+
+def test_a_long_gap_is_bridged_with_the_history_observe_would_carry() -> None:
+    import numpy as np
+
+    from autoscaler.core.stages.predictive import MAX_CARRIED_BUCKETS, bridge_gap
+    from forecasting import ForecastConfig, new_state, observe
+
+    cfg = ForecastConfig(method="last", step_seconds=60.0, history_seconds=86400.0)
+    s = new_state(cfg)
+    for i in range(120):
+        s = observe(cfg, s, 60.0 * i, 3.0 + (i % 5))
+    now = 60.0 * (119 + MAX_CARRIED_BUCKETS + 200)
+    slow = observe(cfg, s, now, 9.0)
+    fast = observe(cfg, bridge_gap(cfg, s, now), now, 9.0)
+    assert fast.bucket_index == slow.bucket_index and fast.bucket_sum == slow.bucket_sum
+    assert np.array_equal(fast.history.to_array(), slow.history.to_array())
+    assert bridge_gap(cfg, s, 60.0 * 130) is s  # short gaps are left to observe()
+
+
+def test_a_restored_history_is_carried_over_the_downtime() -> None:
+    from autoscaler.core.forecast_seed import ForecastSeed
+
+    seed = ForecastSeed(60.0, 600.0, (1.0, 2.0, 3.0))  # buckets 10, 11, 12 (the last one open)
+    carried = seed.carried_to(60.0 * 16 + 5, 86400.0)  # now in bucket 16: 13, 14, 15 are missing
+    assert carried.values == (1.0, 2.0, 3.0, 3.0, 3.0, 3.0) and carried.first_t_seconds == 600.0
+    short = seed.carried_to(60.0 * 16 + 5, 240.0)  # keep 4 buckets of history (+ the open one)
+    assert short.values == (2.0, 3.0, 3.0, 3.0, 3.0) and short.first_t_seconds == 660.0
+    assert seed.carried_to(60.0 * 13, 86400.0) is seed  # nothing missing
+    assert seed.carried_to(60.0 * 13 + 1e7, 86400.0) is seed  # longer than the history: starts over

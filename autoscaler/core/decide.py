@@ -65,8 +65,8 @@ class DecisionResult:
 
 
 # The forecaster's cost grows with the buckets it keeps (a refit over a million 1-s buckets takes
-# seconds): at most 28 days of 1-minute buckets are kept, the newest, whatever the step.
-MAX_HISTORY_BUCKETS = 40_320
+# seconds): no policy keeps more than the default policy's 14 days of 1-minute buckets (the newest).
+MAX_HISTORY_BUCKETS = 20_160
 
 
 def forecast_config(policy: PolicySpec) -> ForecastConfig:

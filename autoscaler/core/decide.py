@@ -19,16 +19,16 @@ from autoscaler.core.floors import floor_at
 from autoscaler.core.reason import Reason
 from autoscaler.core.signals import Signals, age_within
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.capacity import capacity
-from autoscaler.core.stages.demand import demand
+from autoscaler.core.stages.capacity import Capacity, capacity
+from autoscaler.core.stages.demand import Demand, demand
 from autoscaler.core.stages.missing import missing_target
-from autoscaler.core.stages.panic import panic
-from autoscaler.core.stages.predictive import predictive
-from autoscaler.core.stages.rate_limit import scale_down, scale_up
+from autoscaler.core.stages.panic import Panic, panic
+from autoscaler.core.stages.predictive import Predictive, predictive
+from autoscaler.core.stages.rate_limit import limit
 from autoscaler.core.stages.reactive import reactive, ready_in
 from autoscaler.core.stages.readings import Readings, read
 from autoscaler.core.stages.slo_feedback import slo_attainment
-from autoscaler.core.stages.stabilize import remember_extremes, remember_max, since, stabilize
+from autoscaler.core.stages.stabilize import History, Stabilized, remember_extremes, remember_max, since, stabilize
 from autoscaler.core.state import CoreState
 from autoscaler.policy import PolicySpec
 from forecasting import ForecastConfig
@@ -134,38 +134,14 @@ def decide(
         "concurrency": re.concurrency, "floor": floor, "max": top, "lead_time_high_s": round(lead.high_seconds, 1),
     }
 
-    reason: Reason
-    if b.raw > current:
-        desired, reason = scale_up(policy, decisions, now, current, b.raw, b.binding, pn.active)
-        if stuck:
-            desired, reason = current, Reason.UNSCHEDULABLE
-    elif st.value >= current:
-        desired, reason = current, (Reason.STEADY if b.raw == current else Reason.STABILIZING)
-    elif pn.active:
-        desired, reason = current, Reason.PANIC_HOLD
-    else:
-        desired, reason = scale_down(policy, decisions, now, current, st.value), Reason.SCALE_DOWN
+    desired, reason = limit(policy, decisions, now, current, b.raw, b.binding, st.value, pn.active, stuck)
+    if reason is Reason.SCALE_DOWN:
         components.update(st.explain())
     if r.unknown and desired <= (held := missing_target(policy, current)):
         desired, reason = held, Reason.METRICS_MISSING  # scale up on what is known, never down
     desired, reason = clamp(desired, reason, floor, top)
 
-    next_state = replace(
-        state,
-        recommendations=st.recommendations,
-        decisions=remember_extremes(decisions, now, desired),
-        panic_until=pn.until,
-        forecast=pr.forecast,
-        forecast_step_seconds=policy.forecast.step_seconds if pr.forecast is not None else None,
-        forecast_seed=None if pr.forecast is not None else state.forecast_seed,
-        forecast_cache=pr.cache,
-        capacity=cp.stats,
-        last_waiting=(now, dm.waiting) if dm.waiting_known else None,
-        last_growth=dm.growth,
-        load_factor=cp.load_factor,
-        settled_since=cp.settled_since,
-        work_per_request=dm.work_per_request,
-    )
+    next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn)
     d = Decision(
         desired_replicas=desired,
         current_replicas=current,
@@ -182,6 +158,27 @@ def decide(
         implausible_signals=r.implausible,
     )
     return DecisionResult(d, next_state)
+
+
+def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, decisions: History, st: Stabilized,
+              dm: Demand, cp: Capacity, pr: Predictive, pn: Panic) -> CoreState:
+    """The state the next tick starts from: what each stage wants to remember."""
+    return replace(
+        state,
+        recommendations=st.recommendations,
+        decisions=remember_extremes(decisions, now, desired),
+        panic_until=pn.until,
+        forecast=pr.forecast,
+        forecast_step_seconds=policy.forecast.step_seconds if pr.forecast is not None else None,
+        forecast_seed=None if pr.forecast is not None else state.forecast_seed,
+        forecast_cache=pr.cache,
+        capacity=cp.stats,
+        last_waiting=(now, dm.waiting) if dm.waiting_known else None,
+        last_growth=dm.growth,
+        load_factor=cp.load_factor,
+        settled_since=cp.settled_since,
+        work_per_request=dm.work_per_request,
+    )
 
 
 def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: int, floor: int, top: int,

@@ -29,6 +29,20 @@ def scale_up(policy: PolicySpec, decisions: History, now: float, current: int, r
     return desired, _UP_REASON.get(binding, Reason.SCALE_UP_REACTIVE)
 
 
+def limit(policy: PolicySpec, decisions: History, now: float, current: int, raw: int, binding: str,
+          stabilized: int, panic: bool, stuck: int) -> tuple[int, Reason]:
+    """Where this tick may move the count: up towards `raw` by the scale-up step (or hold while replicas are
+    stuck unschedulable), down only to the stabilized recommendation by the scale-down step and not in panic."""
+    if raw > current:
+        desired, reason = scale_up(policy, decisions, now, current, raw, binding, panic)
+        return (current, Reason.UNSCHEDULABLE) if stuck else (desired, reason)
+    if stabilized >= current:
+        return current, (Reason.STEADY if raw == current else Reason.STABILIZING)
+    if panic:
+        return current, Reason.PANIC_HOLD
+    return scale_down(policy, decisions, now, current, stabilized), Reason.SCALE_DOWN
+
+
 def scale_down(policy: PolicySpec, decisions: History, now: float, current: int, stabilized: int) -> int:
     down = policy.scale_down
     ref = max([current, *(r for t, r in decisions if t >= now - down.period_seconds)])

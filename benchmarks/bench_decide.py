@@ -1,17 +1,25 @@
-"""Median cost of one `decide` call of the decision core (target < 0.5 ms).
+"""Median cost of one `decide` call of the decision core (target < 0.5 ms), and digests of its decisions.
 
 Drives the core the way the simulator does: a warm state (an hour of 15-s ticks of a varying load), then
 times each further call. Run: `python benchmarks/bench_decide.py [--calls N]`.
+
+`--digest flash-crowd,azure-code:warm,...` instead replays scenarios (optionally with a cold-start
+profile) with `ours` on the simulator and prints a SHA-256 of every Decision it made: run it before and
+after a change to the core to show which replays the change moves (traces resolve against
+$INFERENCE_AUTOSCALER_TRACES, as for `simulate`).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import statistics
 import time
 from importlib import resources
 from pathlib import Path
+from typing import ClassVar, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -19,6 +27,7 @@ from rich.table import Table
 from autoscaler.core import (
     ClusterFacts,
     CoreState,
+    Decision,
     Measured,
     ReplicaCounts,
     Signals,
@@ -48,10 +57,47 @@ def signals(i: int) -> Signals:
     )
 
 
+def digest(names: list[str]) -> None:
+    """Replay each scenario with the default policy and print a digest of all its decisions."""
+    from simulations.autoscalers.base import Context
+    from simulations.autoscalers.ours import Ours
+    from simulations.runner import run
+    from simulations.scenario import build_workload, bundled_path, load_scenario
+
+    class Recording(Ours):
+        sha = hashlib.sha256()
+        reasons: ClassVar[dict[str, int]] = {}
+
+        def tick(self, now: float, ctx: Context) -> int | None:
+            desired = super().tick(now, ctx)
+            d = cast(Decision, self.last_decision)
+            self.sha.update(repr((now, d.desired_replicas, d.current_replicas, d.reason.value, d.binding,
+                                  sorted(d.components.items()), d.lead_time_seconds, d.forecast_work, d.panic,
+                                  d.metrics_fresh, d.unschedulable_stuck, d.message)).encode())
+            self.reasons[d.reason.value] = self.reasons.get(d.reason.value, 0) + 1
+            return desired
+
+    spec = load_policy_file(bundled_path("default-policy.yaml"))[0].spec
+    for name in names:
+        base, _, cold = name.partition(":")
+        scenario = load_scenario(base)
+        if cold:
+            scenario = scenario.with_cold_start(cold)
+        Recording.sha, Recording.reasons = hashlib.sha256(), {}
+        res = run(scenario, build_workload(scenario), Recording(spec))
+        summary = {"decisions": sum(Recording.reasons.values()), "digest": Recording.sha.hexdigest()[:16],
+                   "gpu_hours": round(res.outcome.gpu_hours, 4), "reasons": Recording.reasons}
+        print(name, json.dumps(summary), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--digest", metavar="SCENARIO[:COLD],...", help="print decision digests of these replays")
     args = ap.parse_args()
+    if args.digest:
+        digest(args.digest.split(","))
+        return
     policy_file = Path(str(resources.files("simulations") / "data" / "default-policy.yaml"))
     spec = load_policy_file(policy_file)[0].spec
     fcfg = forecast_config(spec)

@@ -2,7 +2,8 @@
 
 from autoscaler.core.capacity import CapacityStats, work_rate
 from autoscaler.core.coldstart import ColdStartStats, LeadTime, lead_time
-from autoscaler.core.decide import Decision, DecisionResult, Reason, decide, forecast_config
+from autoscaler.core.decide import Decision, DecisionResult, decide, forecast_config
+from autoscaler.core.reason import Reason
 from autoscaler.core.signals import (
     STAGES,
     ClusterFacts,

@@ -66,7 +66,10 @@ class ColdStartStats:
 
     @staticmethod
     def from_dict(d: dict[str, list[float]]) -> ColdStartStats:
-        return ColdStartStats(tuple(sorted((k, tuple(float(x) for x in v)[-MAX_SAMPLES:]) for k, v in d.items())))
+        def usable(v: list[float]) -> tuple[float, ...]:
+            return tuple(x for x in (float(s) for s in v) if 0.0 <= x < math.inf)[-MAX_SAMPLES:]
+
+        return ColdStartStats(tuple(sorted((str(k), usable(v)) for k, v in d.items())))
 
 
 def _prior(spec: ColdStartSpec, stage: Stage, situation: str) -> float:

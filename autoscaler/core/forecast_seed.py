@@ -45,6 +45,21 @@ class ForecastSeed:
             start_index = state.history.start_index
         return ForecastSeed(step_seconds * k, start_index * step_seconds, tuple(float(x) for x in series))
 
+    def carried_to(self, t_seconds: float, history_seconds: float) -> ForecastSeed:
+        """This history with its last value carried over the buckets missing before `t_seconds` (as the
+        forecaster's observe() would carry it), keeping at most `history_seconds` of it. Unchanged when
+        nothing is missing or the gap is longer than the history (the forecaster then starts over)."""
+        if not self.values:
+            return self
+        n = len(self.values)
+        gap = math.floor((t_seconds - self.first_t_seconds) / self.step_seconds + 1e-9) - n
+        if not 0 < gap < history_seconds / self.step_seconds:
+            return self
+        keep = max(1, math.ceil(history_seconds / self.step_seconds)) + 1
+        values = (*self.values, *(self.values[-1],) * gap)[-keep:]
+        first_t = self.first_t_seconds + (n + gap - len(values)) * self.step_seconds
+        return ForecastSeed(self.step_seconds, first_t, values)
+
     def rebuild(self, config: ForecastConfig) -> ForecastState:
         """The forecaster after replaying this history, on the policy's current configuration."""
         repeat = max(1, round(self.step_seconds / config.step_seconds))

@@ -6,6 +6,7 @@ failed query would look like "no demand" and scale the fleet down.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,11 +24,21 @@ class Measured:
     age_seconds: float = float("inf")
 
     def fresh(self, staleness_seconds: float) -> float | None:
-        """The value if present, finite and younger than the limit; otherwise None."""
+        """The value if present, finite and younger than the limit; otherwise None. An age that is NaN,
+        negative or infinite is no age at all: such a value is never fresh."""
         v = self.value
-        if v is None or self.age_seconds > staleness_seconds or v != v or v in (float("inf"), float("-inf")):
+        if v is None or not age_within(self.age_seconds, staleness_seconds) or not math.isfinite(v):
             return None
         return v
+
+    def stale(self, staleness_seconds: float) -> bool:
+        """A value is present but too old (or its age is unreadable): the source stopped delivering it."""
+        return self.value is not None and not age_within(self.age_seconds, staleness_seconds)
+
+
+def age_within(age_seconds: float, limit_seconds: float) -> bool:
+    """Whether an age is a real age (finite, ≥ 0) and at most `limit_seconds`."""
+    return 0.0 <= age_seconds <= limit_seconds and age_seconds < math.inf
 
 
 MISSING = Measured()

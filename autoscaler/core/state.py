@@ -7,9 +7,11 @@ it needs: the forecaster's history is kept compactly (see forecast_seed.py) and 
 from __future__ import annotations
 
 import logging
+import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats
@@ -66,29 +68,66 @@ class CoreState:
     @staticmethod
     def from_dict(d: dict[str, Any]) -> CoreState:
         """Rebuild from `to_dict()` output. An unreadable forecast history starts fresh (logged) rather
-        than failing the loop: the reactive path and the floors do not need it."""
+        than failing the loop: the reactive path and the floors do not need it. Anything else that is not
+        what `to_dict()` writes raises ValueError naming the field, so the caller can discard the state."""
+        if not isinstance(d, dict):
+            raise ValueError(f"coreState: expected a mapping, got {type(d).__name__}")
         fc = d.get("forecast")
         seed = None
         if fc:
             try:
                 seed = ForecastSeed.from_dict(fc)
-            except (KeyError, ValueError, TypeError, zlib.error) as e:
+            except (KeyError, ValueError, TypeError, OverflowError, zlib.error) as e:
                 _log.warning("stored forecast history unreadable, starting it fresh: %s", e)
-        lw = d.get("lastWaiting")
         return CoreState(
-            recommendations=tuple((float(t), int(r)) for t, r in d.get("recommendations") or ()),
-            decisions=tuple((float(t), int(r)) for t, r in d.get("decisions") or ()),
-            panic_until=d.get("panicUntil"),
+            recommendations=_read(d, "recommendations", _history),
+            decisions=_read(d, "decisions", _history),
+            panic_until=_read(d, "panicUntil", _optional),
             forecast_seed=seed,
-            coldstart=ColdStartStats.from_dict(d.get("coldStart") or {}),
-            capacity=CapacityStats(tuple(float(x) for x in d.get("capacity") or ())),
-            last_waiting=(float(lw[0]), float(lw[1])) if lw else None,
-            last_growth=float(d.get("lastGrowth") or 0.0),
+            coldstart=_read(d, "coldStart", lambda v: ColdStartStats.from_dict(v or {})),
+            capacity=_read(d, "capacity", lambda v: CapacityStats(tuple(_number(x) for x in v or ()))),
+            last_waiting=_read(d, "lastWaiting", lambda v: (_number(v[0]), _number(v[1])) if v else None),
+            last_growth=_read(d, "lastGrowth", lambda v: _number(v or 0.0)),
             load_factor=_positive(d.get("loadFactor"), 1.0),
-            settled_since=d.get("settledSince"),
-            work_per_request=d.get("workPerRequest"),
-            last_tick=d.get("lastTick"),
+            settled_since=_read(d, "settledSince", _optional),
+            work_per_request=_read(d, "workPerRequest", _optional),
+            last_tick=_read(d, "lastTick", _optional),
         )
+
+
+_T = TypeVar("_T")
+
+
+def _read(d: dict[str, Any], key: str, reader: Callable[[Any], _T]) -> _T:
+    try:
+        return reader(d.get(key))
+    except (TypeError, ValueError, OverflowError, AttributeError, IndexError, KeyError) as e:
+        raise ValueError(f"coreState.{key}: unreadable ({e}); discard the stored state") from e
+
+
+def _number(value: Any) -> float:
+    """A finite number (bools and strings are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"expected a finite number, got {v}")
+    return v
+
+
+def _optional(value: Any) -> float | None:
+    return None if value is None else _number(value)
+
+
+def _history(value: Any) -> tuple[tuple[float, int], ...]:
+    """(time, replicas) pairs, oldest first, replicas a whole number ≥ 0."""
+    pairs = []
+    for t, r in value or ():
+        n = _number(r)
+        if n < 0 or n != int(n):
+            raise ValueError(f"replicas must be a whole number ≥ 0, got {r}")
+        pairs.append((_number(t), int(n)))
+    return tuple(sorted(pairs))
 
 
 def _positive(value: Any, default: float) -> float:

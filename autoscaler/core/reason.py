@@ -1,0 +1,20 @@
+"""Why a decision came out as it did: one reason per decision, shown in events and the policy's status."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Reason(str, Enum):
+    SCALE_UP_PREDICTIVE = "ScaleUpPredictive"
+    SCALE_UP_REACTIVE = "ScaleUpReactive"
+    SCALE_UP_FLOOR = "ScaleUpFloor"
+    SCALE_UP_RATE_LIMITED = "ScaleUpRateLimited"
+    SCALE_DOWN = "ScaleDown"
+    SCALE_DOWN_MAX = "ScaleDownToMax"
+    STABILIZING = "HoldStabilizing"
+    PANIC_HOLD = "HoldPanic"
+    STEADY = "Steady"
+    METRICS_MISSING = "MetricsMissing"
+    UNSCHEDULABLE = "HoldUnschedulable"
+    TARGET_UNKNOWN = "TargetUnknown"

@@ -1,0 +1,296 @@
+"""Each stage of the decision on its own: its value and its part of the explanation."""
+
+from __future__ import annotations
+
+from autoscaler.core.capacity import CapacityStats
+from autoscaler.core.coldstart import ColdStartStats, LeadTime
+from autoscaler.core.decide import forecast_config
+from autoscaler.core.reason import Reason
+from autoscaler.core.signals import ClusterFacts, ReplicaCounts, Signals, StartingReplica
+from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
+from autoscaler.core.stages.capacity import capacity
+from autoscaler.core.stages.demand import DEFAULT_GENERATION_TOKENS, demand, queue_growth, work_per_request
+from autoscaler.core.stages.missing import missing_target
+from autoscaler.core.stages.panic import panic
+from autoscaler.core.stages.predictive import predictive
+from autoscaler.core.stages.rate_limit import scale_down, scale_up
+from autoscaler.core.stages.reactive import reactive, ready_in
+from autoscaler.core.stages.readings import read
+from autoscaler.core.stages.sizing import MAX_REPLICAS, replicas_for
+from autoscaler.core.stages.slo_feedback import load_factor
+from autoscaler.core.stages.stabilize import since, stabilize
+
+from .helpers import policy, signals
+
+LEAD = LeadTime(median_seconds=180.0, high_seconds=250.0, stages=())
+
+
+# sizing
+def test_replicas_for_rounds_up_and_survives_absurd_inputs() -> None:
+    assert replicas_for(4.0, 1.0) == 4
+    assert replicas_for(4.0000000001, 1.0) == 4  # float noise is not a replica
+    assert replicas_for(4.1, 1.0) == 5
+    assert replicas_for(float("inf"), 1.0) == MAX_REPLICAS
+    assert replicas_for(float("nan"), 1.0) == MAX_REPLICAS
+    assert replicas_for(1.0, 0.0) == MAX_REPLICAS
+    assert replicas_for(0.0, 0.0) == 0
+
+
+# demand
+def test_work_per_request_starts_at_the_default_request_and_follows_an_ema() -> None:
+    cap = policy().capacity
+    assert work_per_request(cap, None, 0.0, None) == 1000 / 10000 + DEFAULT_GENERATION_TOKENS / 1000
+    assert work_per_request(cap, None, 4.0, 40.0) == 0.1
+    assert abs(work_per_request(cap, 0.1, 4.0, 20.0) - (0.1 + 0.2 * (0.2 - 0.1))) < 1e-12
+    assert work_per_request(cap, 0.1, 4.0, 0.001) == 0.1  # 4000 s per request: rates out of step, ignored
+
+
+def test_queue_growth_needs_a_recent_previous_sample() -> None:
+    assert queue_growth((100.0, 10.0), 40.0, 110.0, 15.0) == 3.0
+    assert queue_growth((100.0, 40.0), 10.0, 110.0, 15.0) == 0.0  # a draining queue is not negative demand
+    assert queue_growth((100.0, 10.0), 40.0, 100.0 + 61.0, 15.0) == 0.0  # too old
+    assert queue_growth((100.0, 10.0), 40.0, 90.0, 15.0) == 0.0  # clock went backwards
+    assert queue_growth(None, 40.0, 110.0, 15.0) == 0.0
+
+
+def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -> None:
+    pol = policy()
+    r = read(pol, signals(work=4.0, desired=4, waiting=40.0, request_rate=40.0))
+    d = demand(pol, r, 0.1, (985.0, 10.0), 1.0, 1000.0)
+    assert d.served == 4.0 and d.waiting == 40.0 and d.growth == 2.0
+    assert d.offered == 4.0 + min(2.0, 1.0) * d.work_per_request
+    assert d.backlog == 40.0 * d.work_per_request
+    assert d.explain() == {"offered_work": round(d.offered, 4), "served_work": 4.0, "backlog_work": round(d.backlog, 4)}
+
+
+# capacity
+def test_capacity_learns_only_while_saturated_and_caps_planned_utilization() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    reps = ReplicaCounts(desired=4, ready=4)
+    idle = capacity(pol, Signals(), reps, 8.0, 0.0, 0.3, True, CapacityStats(), 1.0, None, 15.0, 1000.0)
+    assert idle.stats.samples == () and idle.usable == 0.95 and idle.settled_since == 1000.0
+    busy = capacity(pol, Signals(), reps, 8.0, 50.0, 0.3, True, CapacityStats(), 1.0, None, 15.0, 1000.0)
+    assert busy.stats.samples == (2.0,) and busy.settled_since is None
+    full_kv = capacity(pol, Signals(), reps, 8.0, 0.0, 0.97, True, CapacityStats(), 1.0, None, 15.0, 1000.0)
+    assert full_kv.stats.samples == (2.0,)
+    assert capacity(pol, Signals(), reps, 8.0, 50.0, 0.3, False, CapacityStats(), 1.0, None, 15.0, 1000.0
+                    ).stats.samples == ()
+    assert busy.explain() == {"capacity_factor": 1.0, "load_factor": 1.0}
+
+
+def test_load_factor_rises_on_misses_only_once_settled_and_relaxes_with_margin() -> None:
+    pol = policy()
+    assert load_factor(pol, 0.8, 1.0, 15.0, 0.0) == 1.0  # not settled long enough
+    assert load_factor(pol, 0.8, 1.0, 15.0, 600.0) > 1.0
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0) < 2.0
+    assert load_factor(pol, None, 2.0, 15.0, 600.0) == 2.0  # nothing to judge: hold
+    assert load_factor(pol, 0.0, 1.0, 1e9, 600.0) <= pol.capacity.slo_feedback.max
+
+
+# predictive
+def test_predictive_is_zero_when_disabled_and_forecasts_with_a_cache_when_enabled() -> None:
+    off = policy()
+    p = predictive(off, forecast_config(off), None, None, None, None, 0.0, 5.0, 1.0, 250.0)
+    assert p.replicas == 0 and p.forecast_work is None and p.explain() == {"predictive": 0}
+    on = policy(forecast={"enabled": True})
+    cfg = forecast_config(on)
+    p1 = predictive(on, cfg, None, None, None, None, 0.0, 5.0, 1.0, 250.0)
+    assert p1.forecast_work is not None and p1.replicas >= 5 and p1.cache is not None
+    p2 = predictive(on, cfg, p1.forecast, 60.0, None, p1.cache, 10.0, 50.0, 1.0, 250.0)
+    assert p2.forecast_work == p1.forecast_work  # same bucket: the cached forecast
+
+
+# reactive
+def test_ready_in_counts_the_slowest_schedulable_starting_replica() -> None:
+    pol = policy()
+    none = ReplicaCounts(desired=4, ready=4)
+    assert ready_in(pol, none, ColdStartStats(), ClusterFacts(), LEAD) == 180.0
+    starting = ReplicaCounts(desired=6, ready=4, starting=(
+        StartingReplica("warmup", 100.0, 10.0), StartingReplica("node_provisioning", 900.0, 0.0, unschedulable=True)))
+    assert ready_in(pol, starting, ColdStartStats(), ClusterFacts(), LEAD) == 50.0  # 60 s warmup, 10 s in
+
+
+def test_reactive_drains_the_projected_backlog_and_counts_concurrency() -> None:
+    pol = policy(capacity={"maxConcurrency": 10})
+    r = reactive(pol, offered=6.0, backlog=12.0, waiting=30.0, running=50.0, ready_replicas=4, factor=1.0,
+                 usable=1.0, ready_in_seconds=60.0)
+    assert r.projected_backlog == 12.0 + (6.0 - 4.0) * 60.0
+    assert r.replicas == replicas_for(6.0 + r.projected_backlog / 120.0, 1.0)
+    assert r.concurrency == 8  # 80 sequences at 10 per replica
+    assert r.explain() == {"projected_backlog_work": 132.0}
+    assert reactive(policy(), 6.0, 0.0, 0.0, 50.0, 4, 1.0, 1.0, 60.0).concurrency == 0  # no limit set
+
+
+# panic
+def test_panic_starts_on_a_breach_and_lasts_hold_seconds() -> None:
+    pol = policy()  # TTFT SLO 2 s: queue budget 1 s
+    assert panic(pol, 0.5, 1.0, None, 100.0).active is False
+    p = panic(pol, 1.5, None, None, 100.0)
+    assert p.active and p.until == 220.0
+    assert panic(pol, None, None, p.until, 200.0).active
+    assert panic(pol, None, None, p.until, 220.0) == type(p)(False, None)
+    assert panic(pol, None, 3.0, None, 100.0).active  # TTFT over its SLO
+    assert not panic(policy(scaleUp={"panic": {"enabled": False}}), 9.0, 9.0, None, 100.0).active
+
+
+# bounds
+def test_binding_is_the_largest_candidate_capped_at_max() -> None:
+    b = binding({"predictive": 3, "reactive": 5, "concurrency": 5, "floor": 1}, 10)
+    assert (b.raw, b.binding) == (5, "reactive")
+    assert binding({"predictive": 30, "reactive": 5}, 10) == type(b)(10, "max")
+
+
+def test_stuck_counts_unschedulable_replicas_past_the_limit() -> None:
+    pol = policy(coldStart={"unschedulableLimitSeconds": 60})
+    reps = ReplicaCounts(desired=3, ready=1, starting=(StartingReplica("scheduling", 61.0, unschedulable=True),
+                                                       StartingReplica("scheduling", 59.0, unschedulable=True),
+                                                       StartingReplica("warmup", 600.0)))
+    assert stuck_unschedulable(pol, reps) == 1
+
+
+def test_clamp_applies_floor_then_max() -> None:
+    assert clamp(2, Reason.SCALE_DOWN, 3, 10) == (3, Reason.SCALE_UP_FLOOR)
+    assert clamp(12, Reason.STEADY, 3, 10) == (10, Reason.SCALE_DOWN_MAX)
+    assert clamp(5, Reason.STEADY, 3, 10) == (5, Reason.STEADY)
+
+
+# stabilize
+def test_stabilize_takes_the_highest_recommendation_in_the_window() -> None:
+    recs = ((100.0, 9), (200.0, 6), (300.0, 4))
+    assert since(recs, 150.0, 400.0) == ((200.0, 6), (300.0, 4))
+    s = stabilize(recs, 400.0, 250.0, 15.0, current=8, raw=3)
+    assert s.value == 6 and s.recommendations == ((200.0, 6), (300.0, 4), (400.0, 3))
+
+
+def test_stabilize_without_history_counts_the_current_count_as_recommended() -> None:
+    s = stabilize((), 400.0, 300.0, 15.0, current=8, raw=3)
+    assert s.value == 8 and s.recommendations == ((400.0, 8), (400.0, 3))
+
+
+# rate limit
+def test_scale_up_steps_from_the_lowest_count_of_the_period() -> None:
+    pol = policy(scaleUp={"maxStepReplicas": 2, "maxStepPercent": 50, "periodSeconds": 30})
+    assert scale_up(pol, (), 100.0, 4, 30, "reactive", panic=False) == (6, Reason.SCALE_UP_RATE_LIMITED)
+    assert scale_up(pol, ((80.0, 2),), 100.0, 4, 30, "reactive", panic=False) == (4, Reason.SCALE_UP_RATE_LIMITED)
+    assert scale_up(pol, (), 100.0, 4, 5, "predictive", panic=False) == (5, Reason.SCALE_UP_PREDICTIVE)
+    assert scale_up(pol, (), 100.0, 4, 20, "reactive", panic=True) == (20, Reason.SCALE_UP_REACTIVE)
+
+
+def test_scale_down_steps_from_the_highest_count_of_the_period_never_below_stabilized() -> None:
+    pol = policy(scaleDown={"maxStepReplicas": 1, "maxStepPercent": 10, "periodSeconds": 60})
+    assert scale_down(pol, (), 100.0, 20, 5) == 18  # 10% of 20
+    # 22 decided earlier in the period: the step counts from there (22 - 2), so this tick cannot go lower.
+    assert scale_down(pol, ((50.0, 22),), 100.0, 20, 5) == 20
+    assert scale_down(pol, ((30.0, 22),), 100.0, 20, 5) == 18  # that decision is older than the period
+    assert scale_down(pol, (), 100.0, 20, 19) == 19  # never below the stabilized recommendation
+    # 30 decided but the target still says 20 (dry run, another writer): 30 - 3 is no reason to grow.
+    assert scale_down(pol, ((90.0, 30),), 100.0, 20, 5) == 20
+
+
+# missing demand
+def test_missing_target_never_scales_down() -> None:
+    assert missing_target(policy(), 7) == 7
+    assert missing_target(policy(onMissingMetrics={"action": "fixed", "replicas": 4}), 7) == 7
+    assert missing_target(policy(onMissingMetrics={"action": "fixed", "replicas": 9}), 7) == 9
+    window = {"start": "08:00", "end": "09:00", "minReplicas": 12}
+    assert missing_target(policy(replicas={"min": 1, "max": 50, "floorSchedule": [window]},
+                                 onMissingMetrics={"action": "floor"}), 7) == 12
+
+
+# readings
+def test_readings_use_only_fresh_plausible_values_and_name_the_rest() -> None:
+    from dataclasses import replace
+
+    from autoscaler.core.signals import Measured
+
+    pol = policy(capacity={"maxConcurrency": 16})
+    base = signals(work=4.0, desired=4, queue_p90=0.2)
+    base = replace(base, ttft_p90_seconds=Measured(0.5, 5.0))
+    r = read(pol, base)
+    assert r.unknown == () and r.implausible == () and r.waiting == 0.0 and r.kv_cache_usage == 0.3
+    bad = replace(base, waiting=Measured(1e308, 5.0), kv_cache_usage=Measured(1.5, 5.0),
+                  running=Measured(float("nan"), 5.0), request_rate=Measured(float("inf"), 5.0))
+    r = read(pol, bad)
+    assert r.implausible == ("request_rate", "running", "waiting", "kv_cache_usage")
+    assert set(r.unknown) == {"request_rate", "running", "waiting", "kv_cache_usage"}
+    assert r.waiting is None and r.kv_cache_usage is None
+    stale = replace(base, waiting=Measured(400.0, 600.0))
+    assert read(pol, stale).unknown == ("waiting",) and read(pol, stale).implausible == ()
+
+
+def test_readings_tolerate_what_an_engine_may_not_report() -> None:
+    from dataclasses import replace
+
+    from autoscaler.core.signals import Measured
+
+    pol = policy()
+    # No KV gauge, no TTFT histogram (TGI), no quantile (no request finished): nothing to distrust.
+    tgi = replace(signals(work=4.0, desired=4), kv_cache_usage=Measured(), ttft_p90_seconds=Measured())
+    assert read(pol, tgi).unknown == ()
+    # The last known quantile ages while nothing finishes: expected at idle, a fault while requests finish.
+    idle = replace(signals(work=0.0, desired=4, request_rate=0.0), queue_time_p90_seconds=Measured(0.2, 900.0))
+    assert read(pol, idle).unknown == ()
+    busy = replace(signals(work=4.0, desired=4, request_rate=40.0), queue_time_p90_seconds=Measured(0.2, 900.0))
+    assert read(pol, busy).unknown == ("queue_time_p90_seconds",)
+    # Signals this policy does not use are never required: running without maxConcurrency, quantiles
+    # without panic.
+    no_panic = policy(scaleUp={"panic": {"enabled": False}})
+    assert read(no_panic, replace(busy, running=Measured(1.0, 900.0))).unknown == ()
+    # Absent waiting or request rate (every engine reports them) is unknown.
+    assert read(pol, replace(tgi, waiting=Measured(), request_rate=Measured())).unknown == ("request_rate", "waiting")
+
+
+def test_remembered_histories_keep_only_what_can_still_be_an_extreme() -> None:
+    from autoscaler.core.stages.stabilize import remember_extremes, remember_max
+
+    recs = remember_max(remember_max(remember_max((), 0.0, 5), 15.0, 8), 30.0, 6)
+    assert recs == ((15.0, 8), (30.0, 6))  # 5 is below a later 8: never again a window's maximum
+    assert remember_max(recs, 45.0, 9) == ((45.0, 9),)
+    h = ()
+    for t, r in enumerate((5, 3, 7, 4, 6)):
+        h = remember_extremes(h, float(t), r)
+    assert h == ((1.0, 3), (2.0, 7), (3.0, 4), (4.0, 6))  # 5 is neither the lowest nor the highest of any later period
+    for start in range(5):  # min and max over every period ending now are unchanged
+        window = [r for t, r in h if t >= start]
+        full = [r for t, r in enumerate((5, 3, 7, 4, 6)) if t >= start]
+        assert (min(window), max(window)) == (min(full), max(full))
+
+
+def test_history_stays_short_over_a_long_window() -> None:
+    from autoscaler.core import CoreState, decide
+
+    pol = policy(scaleDown={"stabilizationWindowSeconds": 7 * 86400})
+    state = CoreState()
+    for i in range(2000):
+        state = decide(pol, signals(work=3.0 + (i % 7), desired=10), state, 15.0 * i).state
+    assert len(state.recommendations) <= 10 and len(state.decisions) <= 20
+
+
+def test_a_long_gap_is_bridged_with_the_history_observe_would_carry() -> None:
+    import numpy as np
+
+    from autoscaler.core.stages.predictive import MAX_CARRIED_BUCKETS, bridge_gap
+    from forecasting import ForecastConfig, new_state, observe
+
+    cfg = ForecastConfig(method="last", step_seconds=60.0, history_seconds=86400.0)
+    s = new_state(cfg)
+    for i in range(120):
+        s = observe(cfg, s, 60.0 * i, 3.0 + (i % 5))
+    now = 60.0 * (119 + MAX_CARRIED_BUCKETS + 200)
+    slow = observe(cfg, s, now, 9.0)
+    fast = observe(cfg, bridge_gap(cfg, s, now), now, 9.0)
+    assert fast.bucket_index == slow.bucket_index and fast.bucket_sum == slow.bucket_sum
+    assert np.array_equal(fast.history.to_array(), slow.history.to_array())
+    assert bridge_gap(cfg, s, 60.0 * 130) is s  # short gaps are left to observe()
+
+
+def test_a_restored_history_is_carried_over_the_downtime() -> None:
+    from autoscaler.core.forecast_seed import ForecastSeed
+
+    seed = ForecastSeed(60.0, 600.0, (1.0, 2.0, 3.0))  # buckets 10, 11, 12 (the last one open)
+    carried = seed.carried_to(60.0 * 16 + 5, 86400.0)  # now in bucket 16: 13, 14, 15 are missing
+    assert carried.values == (1.0, 2.0, 3.0, 3.0, 3.0, 3.0) and carried.first_t_seconds == 600.0
+    short = seed.carried_to(60.0 * 16 + 5, 240.0)  # keep 4 buckets of history (+ the open one)
+    assert short.values == (2.0, 3.0, 3.0, 3.0, 3.0) and short.first_t_seconds == 660.0
+    assert seed.carried_to(60.0 * 13, 86400.0) is seed  # nothing missing
+    assert seed.carried_to(60.0 * 13 + 1e7, 86400.0) is seed  # longer than the history: starts over

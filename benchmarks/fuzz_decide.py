@@ -45,7 +45,15 @@ from autoscaler.core import (
     forecast_config,
 )
 from autoscaler.core.signals import LatencyHistogram
-from autoscaler.policy import PolicySpec
+from autoscaler.policy import (
+    DAY,
+    HOUR,
+    MAX_FORECAST_HISTORY_STEPS,
+    MAX_REPLICAS,
+    MAX_STAGE_SECONDS,
+    MIN_FORECAST_HISTORY_STEPS,
+    PolicySpec,
+)
 
 EPOCH = 1_767_225_600.0  # 2026-01-01 00:00 UTC
 WEEK = 7 * 86400.0
@@ -61,7 +69,7 @@ def _pick(rng: random.Random, *options: Any) -> Any:
     return options[rng.randrange(len(options))]
 
 
-def _seconds(rng: random.Random, lo: float = 0.0, hi: float = WEEK) -> float:
+def _seconds(rng: random.Random, lo: float = 0.0, hi: float = DAY) -> float:
     """A duration, often ordinary, sometimes at or near the ends of its valid range."""
     return float(_pick(rng, rng.uniform(lo, min(hi, 600.0)), rng.uniform(lo, hi), lo if lo > 0 else 1e-3, hi))
 
@@ -70,8 +78,10 @@ def random_policy(rng: random.Random) -> PolicySpec:
     """A policy that validates, with fields drawn across their whole meaningful range (seconds up to a
     week, percents up to 1000, forecast steps ≥ 1 s with a few steps of history at least)."""
     lo = rng.randint(0, 20)
-    top = max(1, lo, _pick(rng, rng.randint(lo, 60), 1000, 100_000))
-    step = _pick(rng, 60.0, rng.uniform(1.0, 3600.0), 1.0, 86400.0)
+    top = max(1, lo, _pick(rng, rng.randint(lo, 60), 1000, MAX_REPLICAS))
+    step = _pick(rng, 60.0, rng.uniform(1.0, HOUR), 1.0, HOUR)
+    h_lo = max(60.0, MIN_FORECAST_HISTORY_STEPS * step * (1 + 1e-9))
+    h_hi = min(5 * WEEK, MAX_FORECAST_HISTORY_STEPS * step)
     windows = [{"days": rng.sample(["mon", "tue", "wed", "thu", "fri", "sat", "sun"], rng.randint(1, 7)),
                 "start": f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}",
                 "end": f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}",
@@ -90,8 +100,8 @@ def random_policy(rng: random.Random) -> PolicySpec:
         "metrics": {"stalenessSeconds": _seconds(rng, 1.0, 3600.0)},
         "slo": slo,
         "capacity": {
-            "promptTokensPerSecond": _pick(rng, 15000.0, 1.0, 1e9, rng.uniform(100, 1e6)),
-            "generationTokensPerSecond": _pick(rng, 2500.0, 1.0, 1e9, rng.uniform(10, 1e5)),
+            "promptTokensPerSecond": _pick(rng, 15000.0, 1.0, 1e8, rng.uniform(100, 1e6)),
+            "generationTokensPerSecond": _pick(rng, 2500.0, 1.0, 1e8, rng.uniform(10, 1e5)),
             "maxConcurrency": _pick(rng, None, 1, rng.randint(1, 512), 1_000_000),
             "targetUtilization": _pick(rng, 0.75, 1.0, 1e-3, rng.uniform(0.05, 1.0)),
             "learn": rng.random() < 0.7,
@@ -104,16 +114,16 @@ def random_policy(rng: random.Random) -> PolicySpec:
         "forecast": {"enabled": rng.random() < 0.6, "method": _pick(rng, "auto", "holt", "seasonal", "last",
                                                                     "seasonal-naive"),
                      "quantile": _pick(rng, 0.9, 0.5, 0.999), "stepSeconds": step,
-                     "historySeconds": _pick(rng, 14 * 86400.0, step * 4, rng.uniform(step * 4, 30 * 86400.0)),
-                     "refitEverySeconds": _seconds(rng, 1.0)},
-        "coldStart": {"schedulingSeconds": _seconds(rng), "nodeProvisioningSeconds": _seconds(rng),
-                      "imagePullSeconds": _seconds(rng), "weightLoadSeconds": _seconds(rng),
-                      "warmupSeconds": _seconds(rng), "spread": _pick(rng, 0.3, 0.0, 3.0),
+                     "historySeconds": min(h_hi, max(h_lo, _pick(rng, 14 * 86400.0, h_lo, rng.uniform(h_lo, h_hi)))),
+                     "refitEverySeconds": _seconds(rng, 60.0, WEEK)},
+        "coldStart": {**{f"{stage}Seconds": _seconds(rng, 0.0, MAX_STAGE_SECONDS)
+                         for stage in ("scheduling", "nodeProvisioning", "imagePull", "weightLoad", "warmup")},
+                      "spread": _pick(rng, 0.3, 0.0, 1.0),
                       "learn": rng.random() < 0.7, "quantile": _pick(rng, 0.9, 0.5, 0.999),
                       "unschedulableLimitSeconds": _seconds(rng, 1.0)},
         "scaleUp": {"maxStepReplicas": _pick(rng, 8, 1, 1000), "maxStepPercent": _pick(rng, 100.0, 1e-3, 1000.0),
                     "periodSeconds": _seconds(rng, 1.0), "backlogDrainSeconds": _seconds(rng, 1.0),
-                    "panic": {"enabled": rng.random() < 0.8, "queueTimeRatio": _pick(rng, 1.0, 1e-3, 1000.0),
+                    "panic": {"enabled": rng.random() < 0.8, "queueTimeRatio": _pick(rng, 1.0, 1e-3, 100.0),
                               "holdSeconds": _seconds(rng, 1.0), "maxStepPercent": _pick(rng, 400.0, 1e-3, 1000.0)}},
         "scaleDown": {"stabilizationWindowSeconds": _pick(rng, None, _seconds(rng, 1.0), 1.0),
                       "maxStepReplicas": _pick(rng, 1, 1000), "maxStepPercent": _pick(rng, 50.0, 1e-3, 100.0),

@@ -61,15 +61,15 @@ def test_the_fuzzer_catches_a_scale_down_on_stale_data() -> None:
 
 EXTREME: list[PolicySpec] = [
     policy(),
-    policy(replicas={"min": 0, "max": 1}, forecast={"enabled": True, "stepSeconds": 1, "historySeconds": 4},
+    policy(replicas={"min": 0, "max": 1}, forecast={"enabled": True, "stepSeconds": 1, "historySeconds": 60},
            scaleDown={"stabilizationWindowSeconds": 1, "maxStepReplicas": 1000, "maxStepPercent": 100,
                       "periodSeconds": 1}),
-    policy(replicas={"min": 3, "max": 100_000}, capacity={"maxConcurrency": 1, "targetUtilization": 1e-3,
+    policy(replicas={"min": 3, "max": 10_000}, capacity={"maxConcurrency": 1, "targetUtilization": 1e-3,
                                                           "promptTokensPerSecond": 1, "generationTokensPerSecond": 1},
-           scaleUp={"maxStepPercent": 1000, "periodSeconds": 604800, "panic": {"holdSeconds": 604800}},
+           scaleUp={"maxStepPercent": 1000, "periodSeconds": 86400, "panic": {"holdSeconds": 86400}},
            metrics={"stalenessSeconds": 1}),
-    policy(forecast={"enabled": True, "method": "seasonal", "stepSeconds": 86400, "historySeconds": 4 * 86400},
-           coldStart={"nodeProvisioningSeconds": 604800, "imagePullSeconds": 604800, "spread": 3,
+    policy(forecast={"enabled": True, "method": "seasonal", "stepSeconds": 3600, "historySeconds": 5 * 7 * 86400},
+           coldStart={"nodeProvisioningSeconds": 7200, "imagePullSeconds": 7200, "spread": 1,
                       "quantile": 0.999}, onMissingMetrics={"action": "fixed", "replicas": 50},
            intervalSeconds=3600),
 ]

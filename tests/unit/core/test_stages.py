@@ -259,7 +259,7 @@ def test_remembered_histories_keep_only_what_can_still_be_an_extreme() -> None:
 def test_history_stays_short_over_a_long_window() -> None:
     from autoscaler.core import CoreState, decide
 
-    pol = policy(scaleDown={"stabilizationWindowSeconds": 7 * 86400})
+    pol = policy(scaleDown={"stabilizationWindowSeconds": 86400})  # the longest window the policy allows
     state = CoreState()
     for i in range(2000):
         state = decide(pol, signals(work=3.0 + (i % 7), desired=10), state, 15.0 * i).state

@@ -22,6 +22,7 @@ from simulations.report import print_results
 from simulations.scenario import Scenario, TraceSpec, build_workload, bundled_path, load_scenario, scenario_names
 from simulations.session import simulate as run_all
 from simulations.session import write_reports
+from simulations.trace_loaders import logical_suffix
 
 DEMO = Scenario(
     name="demo",
@@ -37,7 +38,8 @@ DEMO = Scenario(
 
 @click.command("simulate")
 @click.option("--scenario", "scenario_name", metavar="NAME|FILE", help=f"one of: {', '.join(scenario_names())}")
-@click.option("--trace", "trace_path", type=click.Path(), help="a trace file (or ServeGen folder) instead")
+@click.option("--trace", "trace_path", type=click.Path(),
+              help="a trace file (may be .gz/.xz) or ServeGen folder instead")
 @click.option("--format", "fmt", type=click.Choice(["azure", "jsonl", "servegen"]), help="format of --trace")
 @click.option("--scale", type=float, help="clone factor k (request traces) or rate factor (servegen)")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), help="policy YAML (default: the shipped one)")
@@ -90,7 +92,7 @@ def _scenario(name: str | None, trace_path: str | None, fmt: str | None, scale: 
         return sc
     if trace_path:
         p = Path(trace_path)
-        kind = fmt or ("servegen" if p.is_dir() else "jsonl" if p.suffix in (".jsonl", ".json") else "azure")
+        kind = fmt or ("servegen" if p.is_dir() else "jsonl" if logical_suffix(p) in (".jsonl", ".json") else "azure")
         if kind == "servegen":
             spec = TraceSpec(format="servegen", path=str(p.resolve()), rate_factor=scale or 1.0)
             return Scenario(name=p.name or "trace", trace=spec, fidelity="fluid")

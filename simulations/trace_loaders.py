@@ -308,17 +308,17 @@ def _servegen_bundled(path: Path) -> tuple[np.ndarray, list[tuple[str, np.ndarra
     order = np.argsort(client, kind="stable")
     df, lines, client = df.iloc[order], lines[order], client[order]
     ids, first, counts = np.unique(client, return_index=True, return_counts=True)
-    if np.any(counts != counts[0]):
-        k = int(np.argmax(counts != counts[0]))
-        raise SimulationInputError(str(path), "window_start_s", f"client {ids[k]:g} has {counts[k]} windows, "
-                                   f"client {ids[0]:g} {counts[0]}", "give every client the same windows")
+    short = _first(counts != counts[0])
+    if short is not None:
+        raise SimulationInputError(str(path), "window_start_s", f"client {ids[short]:g} has {counts[short]} "
+                                   f"windows, client {ids[0]:g} {counts[0]}", "give every client the same windows")
     # Within each client the windows must increase: check them per client block, then across clients.
     ws_all, arr = _servegen_rows(df, lines, path, blocks=first)
     ws = ws_all.reshape(len(ids), -1)
-    k = _first(np.any(ws != ws[0], axis=1))
-    if k is not None:
-        raise SimulationInputError(f"{path}:{lines[first[k]]}", "window_start_s",
-                                   f"client {ids[k]:g}'s windows differ from client {ids[0]:g}'s",
+    other = _first(np.any(ws != ws[0], axis=1))
+    if other is not None:
+        raise SimulationInputError(f"{path}:{lines[first[other]]}", "window_start_s",
+                                   f"client {ids[other]:g}'s windows differ from client {ids[0]:g}'s",
                                    "give every client the same windows")
     per_client = arr.reshape(len(ids), -1, 4)
     return ws[0].copy(), [(f"client {c:g}", per_client[j]) for j, c in enumerate(ids)]

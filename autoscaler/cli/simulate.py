@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import click
@@ -18,11 +19,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from autoscaler.policy_loader import PolicyError, load_policy_file
 from simulations.autoscalers.registry import parse_baselines
 from simulations.errors import SimulationInputError
-from simulations.report import print_results
 from simulations.scenario import Scenario, TraceSpec, build_workload, bundled_path, load_scenario, scenario_names
 from simulations.session import simulate as run_all
 from simulations.session import write_reports
 from simulations.trace_loaders import logical_suffix
+from simulations.verdict import render
 
 DEMO = Scenario(
     name="demo",
@@ -78,9 +79,9 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
     if as_json:
         click.echo(json.loads(json.dumps(None)) or paths["json"].read_text(encoding="utf-8"))
         return
-    print_results(console, f"{scenario.name} ({scenario.cold_start_profile.name} cold starts, "
-                  f"TTFT SLO {scenario.slo.ttft_seconds:g} s)", results, scenario.slo.target_attainment)
-    console.print(f"wrote {paths['html']}, {paths['json']} and {len(paths) - 2} plots")
+    click.echo(render(scenario, results))
+    wrote = f"Wrote {paths['html']} (report with plots), {paths['json']} and {len(paths) - 2} PNG plots."
+    click.echo("\n" + "\n".join(textwrap.wrap(wrote, 80, break_long_words=False, break_on_hyphens=False)))
 
 
 def _scenario(name: str | None, trace_path: str | None, fmt: str | None, scale: float | None) -> Scenario:

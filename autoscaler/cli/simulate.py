@@ -48,10 +48,11 @@ DEMO = Scenario(
 @click.option("--baselines", default="hpa,keda,kpa,oracle", show_default=True,
               help="comma list of static,hpa,keda,kpa,oracle; NAME:VALUE sets the target (e.g. hpa:16)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="output folder (default ./out/NAME)")
+@click.option("--duration", metavar="N[s|m|h|d]", help="replay only the first N of the trace (e.g. 30m, 2d)")
 @click.option("--json", "as_json", is_flag=True, help="print the results as JSON instead of a table")
 def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None, scale: float | None,
              policy_path: str | None, cold_start: str | None, baselines: str, out_dir: str | None,
-             as_json: bool) -> None:
+             duration: str | None, as_json: bool) -> None:
     """Replay a scenario or trace: ours (the default policy) vs baselines; tables, JSON, plots, HTML."""
     if scenario_name and trace_path:
         raise click.UsageError("give --scenario or --trace, not both")
@@ -63,7 +64,7 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
             scenario = scenario.with_cold_start(cold_start)
         jobs = parse_baselines(baselines)
         policy = load_policy_file(policy_path or bundled_path("default-policy.yaml"))[0].spec
-        workload = build_workload(scenario)
+        workload = build_workload(scenario, limit_seconds=_seconds(duration) if duration else None)
     except SimulationInputError as e:
         raise click.UsageError(str(e)) from None
     except PolicyError as e:
@@ -82,6 +83,23 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
     click.echo(render(scenario, results))
     wrote = f"Wrote {paths['html']} (report with plots), {paths['json']} and {len(paths) - 2} PNG plots."
     click.echo("\n" + "\n".join(textwrap.wrap(wrote, 80, break_long_words=False, break_on_hyphens=False)))
+
+
+UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _seconds(text: str) -> float:
+    """`90`, `90s`, `30m`, `2h`, `1.5d` → seconds."""
+    raw = text.strip().lower()
+    unit = UNITS.get(raw[-1:])
+    number = raw[:-1] if unit is not None else raw
+    try:
+        value = float(number) * (unit or 1.0)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise click.BadParameter(f"{text!r} is not a duration > 0", param_hint="--duration (e.g. 30m, 2h, 2d)")
+    return value
 
 
 def _scenario(name: str | None, trace_path: str | None, fmt: str | None, scale: float | None) -> Scenario:

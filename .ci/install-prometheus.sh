@@ -31,6 +31,7 @@ cleanup() { if [ "$created_policy" = 1 ]; then rm -f "$policy"; fi; }
 trap cleanup EXIT
 
 export DEBIAN_FRONTEND=noninteractive
+echo "install-prometheus: installing Debian's prometheus package with apt-get (about 1-2 minutes) ..."
 if ! apt-cache show prometheus >/dev/null 2>&1; then
   apt-get update -qq
 fi

@@ -53,6 +53,9 @@ class _BadRequest(Exception):
         super().__init__(why)
         self.status = status
 
+    def __reduce__(self) -> tuple[type[_BadRequest], tuple[int, str]]:
+        return type(self), (self.status, str(self))
+
 
 def _parse_head(head: bytes) -> tuple[str, str, bool]:
     """(method, target, keep_alive) of a request head; _BadRequest when it cannot be served."""

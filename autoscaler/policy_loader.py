@@ -69,6 +69,9 @@ class PolicyError(ValueError):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
 
+    def __reduce__(self) -> tuple[type, tuple[list[PolicyProblem]]]:  # picklable: rebuilt from its problems
+        return type(self), (self.problems,)
+
 
 def _node_line(node: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
     """The 1-based line of the deepest node along `path` that exists in the YAML tree."""

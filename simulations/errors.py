@@ -14,3 +14,7 @@ class SimulationInputError(ValueError):
         self.where, self.field, self.problem, self.fix = where, field, problem, fix
         field_part = f" {field}:" if field else ""
         super().__init__(f"{where}:{field_part} {problem}. Fix: {fix}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str, str]]:
+        # Rebuilt from its fields, so it crosses process pools intact (the default passes only the message).
+        return type(self), (self.where, self.field, self.problem, self.fix)

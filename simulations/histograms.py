@@ -1,4 +1,4 @@
-"""Histograms with vLLM's bucket boundaries (shared/docs/engine-metrics.md §1.2).
+"""Histograms with vLLM's bucket boundaries (docs/engine-metrics.md §1.3).
 
 Counts are kept per bucket (not cumulative); `cumulative()` gives Prometheus `le` buckets, the last
 one being `+Inf`.

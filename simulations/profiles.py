@@ -1,7 +1,7 @@
 """Replica performance, cold-start and cluster profiles: what the simulated fleet is made of.
 
 **Serving profile** (default: Llama-3.1-8B-Instruct, bf16, one H100 SXM, vLLM). Estimates to calibrate,
-from shared/docs/benchmark-protocol.md §2:
+from docs/benchmark-protocol.md §2:
 - prefill ~15,000 tokens/s (compute-bound: ~2·8e9 FLOP per token at ~40% of 989 TFLOP/s dense bf16);
 - decode inter-token latency ITL = 7 ms + 0.15 ms × batch (memory-bound: 16 GB of weights read per step
   at ~3.35 TB/s ≈ 5 ms plus overhead; the per-sequence term is KV reads and sampling);
@@ -9,7 +9,7 @@ from shared/docs/benchmark-protocol.md §2:
   (32 layers × 8 KV heads × 128 dims × 2 (K, V) × 2 bytes, GQA-8);
 - at most 256 running sequences (vLLM `max_num_seqs` default).
 
-**Cold-start profiles** (shared/docs/coldstart.md, "Suggested simulation profiles"): median seconds per
+**Cold-start profiles** (docs/cold-start.md, "Simulation profiles", and the figures cited there): median seconds per
 stage; each draw is lognormal around the median with sigma `spread` (default 0.25).
 
 | profile | scheduling / node | image pull | weight load | warmup | free GPUs at start |

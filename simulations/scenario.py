@@ -1,8 +1,10 @@
-"""Scenarios (protocol §1): trace + scaling + replica profile + cold-start profile + SLO, as YAML.
+"""Scenarios (docs/benchmark-protocol.md §1): trace + scaling + replica profile + cold-start profile + SLO, as YAML.
 
-Files live in `simulations/scenarios/`; unknown keys are errors. Trace paths are relative to the shared
-traces folder, `$INFERENCE_AUTOSCALER_TRACES` (default `../shared/traces` from the working directory),
-except `bundled:NAME`, which is a file shipped in `simulations/data/`.
+Files live in `simulations/scenarios/`; unknown keys are errors. A relative trace path is looked up in
+`$INFERENCE_AUTOSCALER_TRACES` (a folder of your own traces) when it is set, then in the traces shipped
+with the package (`simulations/data/traces/`, see its README for sources and licences); a compressed copy
+(`NAME.gz`, `NAME.xz`, `NAME.bz2`, or `NAME.csv.*` for a ServeGen folder name) counts as the file.
+`bundled:NAME` is a file shipped in `simulations/data/`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from simulations.trace import BinnedWorkload, Trace
 from simulations.trace_loaders import load_azure_csv, load_jsonl, servegen_workload
 
 TRACES_ENV = "INFERENCE_AUTOSCALER_TRACES"
-DEFAULT_TRACES_DIR = "../shared/traces"
+COMPRESSED_VARIANTS = ("", ".gz", ".xz", ".bz2", ".csv", ".csv.gz", ".csv.xz", ".csv.bz2")
 MONDAY_2024 = "2024-01-01T00:00:00+00:00"
 
 
@@ -109,19 +111,37 @@ class Scenario(_Model):
         return self.model_copy(update={"cold_start": name})
 
 
-def traces_dir() -> Path:
-    return Path(os.environ.get(TRACES_ENV) or DEFAULT_TRACES_DIR)
-
-
 def bundled_path(name: str) -> Path:
     return Path(str(resources.files("simulations") / "data" / name))
 
 
+def bundled_traces_dir() -> Path:
+    return bundled_path("traces")
+
+
+def trace_roots() -> list[Path]:
+    """Where relative trace paths are looked up, first match wins: $INFERENCE_AUTOSCALER_TRACES, then the
+    bundled traces."""
+    own = os.environ.get(TRACES_ENV)
+    return ([Path(own).expanduser()] if own else []) + [bundled_traces_dir()]
+
+
 def resolve_trace_path(path: str) -> Path:
+    """A scenario's trace path → an existing file or folder (see the module docstring for the order)."""
     if path.startswith("bundled:"):
         return bundled_path(path.removeprefix("bundled:"))
-    p = Path(path)
-    return p if p.is_absolute() else traces_dir() / p
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return p
+    for root in trace_roots():
+        for suffix in COMPRESSED_VARIANTS:
+            candidate = root / p.parent / (p.name + suffix)
+            if candidate.exists():
+                return candidate
+    looked = " and ".join(str(r) for r in trace_roots())
+    raise SimulationInputError(path, "trace.path", f"not found in {looked}",
+                               f"put the file there, set ${TRACES_ENV} to the folder that holds it, "
+                               "or give an absolute path")
 
 
 def scenario_dir() -> Path:
@@ -167,9 +187,13 @@ def parse_scenario(data: object, source: str = "<scenario>") -> Scenario:
                                    "see the field's description in simulations/scenario.py") from None
 
 
-@lru_cache(maxsize=4)
 def _token_trace(path: str) -> Trace:
-    return load_azure_csv(resolve_trace_path(path))
+    return _load_token_trace(str(resolve_trace_path(path)))  # cached by the file found, not the name asked
+
+
+@lru_cache(maxsize=4)
+def _load_token_trace(resolved: str) -> Trace:
+    return load_azure_csv(resolved)
 
 
 def start_epoch(scenario: Scenario, trace_epoch: float | None) -> float:

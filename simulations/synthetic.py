@@ -1,4 +1,4 @@
-"""Synthetic workload shapes (protocol §1): a flash crowd (step burst) and a diurnal pattern.
+"""Synthetic workload shapes (docs/benchmark-protocol.md §1): a flash crowd (step burst) and a diurnal pattern.
 
 Token lengths are resampled (seeded, with replacement) from a real trace (the Azure conv trace by
 default), so synthetic load has real prompt/output mixes.

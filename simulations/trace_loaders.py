@@ -1,46 +1,145 @@
 """Readers for the trace formats, each producing a `Trace` or a `BinnedWorkload`.
 
 Every bad row is reported as `file:line: field: problem. Fix: ...` (a `SimulationInputError`); an empty
-or unsorted file is an error too, never a silently wrong result.
+or unsorted file is an error too, never a silently wrong result. Files may be compressed (`.gz`, `.xz`,
+`.bz2`, read transparently): the traces shipped in `simulations/data/traces/` are.
 
 - Azure LLM inference trace 2023 (CSV: `TIMESTAMP, ContextTokens, GeneratedTokens`, wall-clock timestamps
   with 100-ns precision, e.g. `2023-11-16 18:17:03.9799600`).
 - Mooncake-style JSONL: one object per line with `timestamp` (ms from start), `input_length`,
   `output_length`.
 - ServeGen per-client rate windows: a directory of `chunk-*-trace.csv` files, rows
-  `window_start_s, rate_rps, iat_cv, iat_dist, param1, param2` (see `servegen_workload`).
+  `window_start_s, rate_rps, iat_cv, iat_dist, param1, param2`, or one file holding all clients, rows
+  `client, window_start_s, rate_rps, iat_dist, param1, param2` (the bundled form; see `servegen_workload`).
+
+CSV files are read with pandas (typed, vectorized checks); the arrays handed to the simulator are numpy.
 """
 
 from __future__ import annotations
 
-import csv
+import bz2
+import gzip
 import json
+import lzma
 import math
-from datetime import datetime, timezone
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
+import pandas as pd
 
 from simulations.errors import SimulationInputError
 from simulations.trace import BinnedWorkload, Trace
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+SERVEGEN_COLUMNS = ("window_start_s", "rate_rps", "iat_cv", "iat_dist", "param1", "param2")
+SERVEGEN_BUNDLED_COLUMNS = ("client", "window_start_s", "rate_rps", "iat_dist", "param1", "param2")
 SERVEGEN_WINDOW_SECONDS = 600.0
+_OPENERS: dict[str, Callable[..., IO[Any]]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
+_NOT_FOUND_FIX = ("check the path (relative scenario traces resolve against $INFERENCE_AUTOSCALER_TRACES, "
+                  "then the bundled simulations/data/traces)")
+
+
+def logical_suffix(path: Path) -> str:
+    """`.csv` for `trace.csv.gz`: the suffix under any compression suffix."""
+    suffixes = path.suffixes
+    if suffixes and suffixes[-1] in _OPENERS:
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _read_error(path: Path, e: Exception) -> SimulationInputError:
+    if isinstance(e, FileNotFoundError):
+        return SimulationInputError(str(path), "", "file not found", _NOT_FOUND_FIX)
+    if isinstance(e, IsADirectoryError):
+        return SimulationInputError(str(path), "", "is a directory", "pass a file, or --format servegen")
+    if isinstance(e, UnicodeDecodeError):
+        return SimulationInputError(str(path), "", "not UTF-8 text", "pass a CSV or JSONL text file")
+    if isinstance(e, EOFError | lzma.LZMAError | gzip.BadGzipFile | OSError) and path.suffix in _OPENERS:
+        return SimulationInputError(str(path), "", f"cannot decompress ({e})",
+                                    f"pass an intact {path.suffix} file or the uncompressed text")
+    if isinstance(e, OSError):
+        return SimulationInputError(str(path), "", f"cannot read ({e.strerror or e})", "check permissions")
+    raise e
 
 
 def _read_text(path: Path) -> str:
+    opener = _OPENERS.get(path.suffix)
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SimulationInputError(str(path), "", "file not found",
-                                   "check the path (scenario traces resolve against $INFERENCE_AUTOSCALER_TRACES)"
-                                   ) from None
-    except IsADirectoryError:
-        raise SimulationInputError(str(path), "", "is a directory", "pass a file, or --format servegen") from None
-    except UnicodeDecodeError:
-        raise SimulationInputError(str(path), "", "not UTF-8 text", "pass a CSV or JSONL text file") from None
-    except OSError as e:
-        raise SimulationInputError(str(path), "", f"cannot read ({e.strerror})", "check permissions") from None
+        if opener is None:
+            return path.read_text(encoding="utf-8")
+        with opener(path, "rt", encoding="utf-8") as fh:
+            return str(fh.read())
+    except (OSError, UnicodeDecodeError, EOFError, lzma.LZMAError) as e:
+        raise _read_error(path, e) from None
+
+
+def _read_csv(path: Path, header: bool = True) -> pd.DataFrame:
+    """Every field as text, blank lines kept (row i is line i + 2 with a header, i + 1 without)."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False, index_col=False,
+                           header=0 if header else None, compression="infer", encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+    except pd.errors.ParserError as e:
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
+        if m is None:
+            raise SimulationInputError(str(path), "", f"not CSV ({e})", "pass a comma-separated file") from None
+        raise SimulationInputError(f"{path}:{m[2]}", "", f"{m[3]} fields, expected {m[1]}",
+                                   "one value per column, as in the header") from None
+    except (OSError, UnicodeDecodeError, EOFError, lzma.LZMAError) as e:
+        raise _read_error(path, e) from None
+
+
+def _blank(df: pd.DataFrame) -> np.ndarray:
+    """Rows of a blank or whitespace-only line (cheap: only rows whose later fields are empty get stripped)."""
+    blank = np.ones(len(df), dtype=bool)
+    for column in df.columns[1:]:
+        blank &= df[column].to_numpy() == ""
+    rows = np.nonzero(blank)[0]
+    if len(rows) and len(df.columns):
+        blank[rows] = df.iloc[rows, 0].str.strip().to_numpy() == ""
+    return blank
+
+
+def _numbers(column: pd.Series) -> np.ndarray:
+    """Text → float64, each value exactly as Python's `float` parses it (pandas' own fast parser can be off
+    by one unit in the last place, which would change seeded workloads); NaN where the text is no number."""
+    values = column.to_numpy()
+    try:
+        return values.astype(np.float64)
+    except ValueError:
+        return np.array([_float_or_nan(v) for v in values], dtype=np.float64)
+
+
+def _float_or_nan(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _first(mask: np.ndarray) -> int | None:
+    return int(np.argmax(mask)) if mask.any() else None
+
+
+def _token_counts(df: pd.DataFrame, column: str, lines: np.ndarray, source: Path) -> np.ndarray:
+    """Whole numbers ≥ 0 (a zero-token request still occupies a slot: it counts as one token)."""
+    raw = df[column]
+    x = _numbers(raw)
+    not_number = ~np.isfinite(x) & ~np.isinf(x)  # NaN: text that is no number (or an empty field)
+    bad = ~np.isfinite(x) | (x < 0) | (x != np.floor(x))
+    i = _first(bad)
+    if i is not None:
+        where = f"{source}:{lines[i]}"
+        if not raw.iloc[i].strip():
+            raise SimulationInputError(where, column, "missing", "every row needs " + ",".join(AZURE_COLUMNS))
+        if not_number[i]:
+            raise SimulationInputError(where, column, f"{raw.iloc[i]!r} is not a number", "use a whole number ≥ 1")
+        raise SimulationInputError(where, column, f"{raw.iloc[i]!r} is not a whole number ≥ 0", "use a token count")
+    return np.maximum(1, x.astype(np.int64))
 
 
 def _positive_int(where: str, field: str, raw: object) -> int:
@@ -54,54 +153,53 @@ def _positive_int(where: str, field: str, raw: object) -> int:
     return max(1, int(f))
 
 
-def parse_azure_timestamp(raw: str) -> float:
-    """`2023-11-16 18:17:03.9799600` (UTC) → unix seconds; any number of fraction digits."""
-    head, _, frac = raw.strip().partition(".")
-    dt = datetime.fromisoformat(head).replace(tzinfo=timezone.utc)
-    if frac and not frac.isdigit():
-        raise ValueError("fraction is not digits")
-    return dt.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
+def _unix_seconds(ns: np.ndarray) -> np.ndarray:
+    """Nanoseconds → float seconds as whole seconds + fraction (each part exact, one rounding in the sum), so
+    `2023-11-16 18:17:03.9799600` gives the same float as the epoch second plus 0.97996."""
+    return (ns // 10**9).astype(np.float64) + (ns % 10**9) / 1e9
 
 
 def load_azure_csv(path: str | Path) -> Trace:
     p = Path(path)
-    rows = list(csv.reader(_read_text(p).splitlines()))
-    if not rows:
+    df = _read_csv(p)
+    if df.empty and len(df.columns) == 0:
         raise SimulationInputError(str(p), "", "the file is empty",
                                    f"an Azure trace needs a header {','.join(AZURE_COLUMNS)} and rows")
-    header = [h.strip() for h in rows[0]]
-    missing = [c for c in AZURE_COLUMNS if c not in header]
+    df.columns = [str(c).strip() for c in df.columns]
+    missing = [c for c in AZURE_COLUMNS if c not in df.columns]
     if missing:
         raise SimulationInputError(f"{p}:1", missing[0], f"header lacks column(s) {', '.join(missing)}",
-                                   f"the header must name {', '.join(AZURE_COLUMNS)} (got {', '.join(header)})")
-    ti, ci, gi = (header.index(c) for c in AZURE_COLUMNS)
-    n = len(rows) - 1
-    t = np.empty(n)
-    prompt = np.empty(n, dtype=np.int64)
-    out = np.empty(n, dtype=np.int64)
-    k = 0
-    for line_no, row in enumerate(rows[1:], start=2):
-        if not row or all(not c.strip() for c in row):
-            continue
-        where = f"{p}:{line_no}"
-        if len(row) < len(header):
-            raise SimulationInputError(where, "", f"{len(row)} fields, expected {len(header)}",
-                                       "every row needs TIMESTAMP,ContextTokens,GeneratedTokens")
-        try:
-            t[k] = parse_azure_timestamp(row[ti])
-        except ValueError:
-            raise SimulationInputError(where, "TIMESTAMP", f"{row[ti]!r} is not a timestamp",
-                                       "use 'YYYY-MM-DD HH:MM:SS.fffffff' (UTC)") from None
-        if k and t[k] < t[k - 1]:
-            raise SimulationInputError(where, "TIMESTAMP", f"{row[ti]} is earlier than the row before",
-                                       "sort the file by TIMESTAMP")
-        prompt[k] = _positive_int(where, "ContextTokens", row[ci])
-        out[k] = _positive_int(where, "GeneratedTokens", row[gi])
-        k += 1
-    if k == 0:
+                                   f"the header must name {', '.join(AZURE_COLUMNS)} (got {', '.join(df.columns)})")
+    lines = np.arange(len(df)) + 2
+    keep = ~_blank(df)
+    df, lines = df[keep], lines[keep]
+    if df.empty:
         raise SimulationInputError(str(p), "", "no request rows after the header", "pass a non-empty trace")
+    stamps = pd.to_datetime(df["TIMESTAMP"].str.strip(), format="ISO8601", errors="coerce")
+    i = _first(np.asarray(stamps.isna()))
+    if i is not None:
+        raise SimulationInputError(f"{p}:{lines[i]}", "TIMESTAMP", f"{df['TIMESTAMP'].iloc[i]!r} is not a timestamp",
+                                   "use 'YYYY-MM-DD HH:MM:SS.fffffff' (UTC)")
+    if stamps.dt.tz is not None:
+        stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+    t = _unix_seconds(stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64))
+    i = _first(np.diff(t) < 0)
+    if i is not None:
+        raise SimulationInputError(f"{p}:{lines[i + 1]}", "TIMESTAMP",
+                                   f"{df['TIMESTAMP'].iloc[i + 1].strip()} is earlier than the row before",
+                                   "sort the file by TIMESTAMP")
+    prompt = _token_counts(df, "ContextTokens", lines, p)
+    out = _token_counts(df, "GeneratedTokens", lines, p)
     start = float(t[0])
-    return Trace(p.stem, t[:k] - start, prompt[:k], out[:k], start_epoch=start)
+    return Trace(_stem(p), t - start, prompt, out, start_epoch=start)
+
+
+def _stem(path: Path) -> str:
+    """`azure_llm_2023_conv` for `azure_llm_2023_conv.csv.gz`."""
+    name = path.name
+    if path.suffix in _OPENERS:
+        name = name[: -len(path.suffix)]
+    return Path(name).stem
 
 
 def load_jsonl(path: str | Path, start_epoch: float = 0.0) -> Trace:
@@ -141,55 +239,37 @@ def load_jsonl(path: str | Path, start_epoch: float = 0.0) -> Trace:
                  start_epoch=start_epoch + float(t[0]))
 
 
-def load_servegen_windows(directory: str | Path) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
-    """Per-client windows: (window starts [W], [(client file, rows [W, 4] = rate, cv, dist, p1, p2)])."""
-    d = Path(directory)
+def load_servegen_windows(source: str | Path) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
+    """Per-client windows: (window starts [W], [(client, rows [W, 4] = rate, dist code, p1, p2)]).
+
+    `source` is a ServeGen model folder (one `chunk-N-trace.csv` per client) or one file holding every
+    client (columns `client, window_start_s, rate_rps, iat_dist, param1, param2`, the bundled form).
+    Dist code: 0 no arrivals, 1 Gamma, 2 Weibull. Clients come in the order of their number."""
+    d = Path(source)
+    if d.is_file():
+        return _servegen_bundled(d)
     if not d.is_dir():
-        raise SimulationInputError(str(d), "", "not a directory",
+        raise SimulationInputError(str(d), "", "not a directory (nor a ServeGen file)",
                                    "pass the folder that holds chunk-*-trace.csv files")
-    files = sorted(d.glob("chunk-*-trace.csv"), key=lambda f: (len(f.name), f.name))
+    files = sorted(d.glob("chunk-*-trace.csv*"), key=lambda f: (len(f.name), f.name))
     if not files:
         raise SimulationInputError(str(d), "", "no chunk-*-trace.csv files", "point at a ServeGen model folder")
     starts: np.ndarray | None = None
     clients: list[tuple[str, np.ndarray]] = []
     for f in files:
-        rows = [r for r in csv.reader(_read_text(f).splitlines()) if r and any(c.strip() for c in r)]
-        if rows and rows[0][0].strip() == "window_start_s":
-            rows = rows[1:]
-        if not rows:
+        df = _read_csv(f, header=False)
+        lines = np.arange(len(df)) + 1
+        if len(df) and str(df.iloc[0, 0]).strip() == "window_start_s":
+            df, lines = df.iloc[1:], lines[1:]
+        keep = ~_blank(df)
+        df, lines = df[keep], lines[keep]
+        if df.empty:
             raise SimulationInputError(str(f), "", "no window rows", "one row per 600-s window")
-        ws = np.empty(len(rows))
-        arr = np.zeros((len(rows), 4))  # rate, dist code (0 none, 1 gamma, 2 weibull), p1, p2
-        for i, row in enumerate(rows):
-            where = f"{f}:{i + 1}"
-            if len(row) < 6:
-                raise SimulationInputError(where, "", f"{len(row)} fields, expected 6",
-                                           "rows are window_start_s,rate_rps,iat_cv,iat_dist,param1,param2")
-            try:
-                ws[i] = float(row[0])
-                rate = float(row[1])
-            except ValueError:
-                raise SimulationInputError(where, "window_start_s/rate_rps", "not a number", "use numbers") from None
-            if not math.isfinite(rate) or rate < 0:
-                raise SimulationInputError(where, "rate_rps", f"{row[1]!r} is not a rate ≥ 0", "use requests/s")
-            if i and ws[i] <= ws[i - 1]:
-                raise SimulationInputError(where, "window_start_s", "windows are not increasing",
-                                           "sort rows by window_start_s")
-            dist = row[3].strip()
-            code = 0
-            if rate > 0:
-                if dist not in ("Gamma", "Weibull"):
-                    raise SimulationInputError(where, "iat_dist", f"{dist!r} is not Gamma or Weibull",
-                                               "use Gamma or Weibull for a window with rate > 0")
-                code = 1 if dist == "Gamma" else 2
-                try:
-                    p1, p2 = float(row[4]), float(row[5])
-                except ValueError:
-                    raise SimulationInputError(where, "param1/param2", "not a number", "use numbers") from None
-                if not (p1 > 0 and p2 > 0 and math.isfinite(p1) and math.isfinite(p2)):
-                    raise SimulationInputError(where, "param1/param2", f"{row[4]}, {row[5]} must be > 0",
-                                               "give the fitted shape and scale")
-                arr[i] = (rate, code, p1, p2)
+        if df.shape[1] < len(SERVEGEN_COLUMNS):
+            raise SimulationInputError(f"{f}:{lines[0]}", "", f"{df.shape[1]} fields, expected 6",
+                                       "rows are " + ",".join(SERVEGEN_COLUMNS))
+        df = df.iloc[:, : len(SERVEGEN_COLUMNS)].set_axis(list(SERVEGEN_COLUMNS), axis=1)
+        ws, arr = _servegen_rows(df, lines, f)
         if starts is None:
             starts = ws
         elif len(ws) != len(starts) or not np.array_equal(ws, starts):
@@ -198,6 +278,84 @@ def load_servegen_windows(directory: str | Path) -> tuple[np.ndarray, list[tuple
         clients.append((f.name, arr))
     assert starts is not None
     return starts, clients
+
+
+def _servegen_bundled(path: Path) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
+    df = _read_csv(path)
+    missing = [c for c in SERVEGEN_BUNDLED_COLUMNS if c not in df.columns]
+    if missing:
+        raise SimulationInputError(f"{path}:1", missing[0], f"header lacks column(s) {', '.join(missing)}",
+                                   "the header must name " + ",".join(SERVEGEN_BUNDLED_COLUMNS))
+    lines = np.arange(len(df)) + 2
+    keep = ~_blank(df)
+    df, lines = df[keep], lines[keep]
+    if df.empty:
+        raise SimulationInputError(str(path), "", "no window rows", "one row per client and 600-s window")
+    client = _numbers(df["client"])
+    i = _first(~np.isfinite(client))
+    if i is not None:
+        raise SimulationInputError(f"{path}:{lines[i]}", "client", f"{df['client'].iloc[i]!r} is not a number",
+                                   "number the clients")
+    order = np.argsort(client, kind="stable")
+    df, lines, client = df.iloc[order], lines[order], client[order]
+    ids, first, counts = np.unique(client, return_index=True, return_counts=True)
+    short = _first(counts != counts[0])
+    if short is not None:
+        raise SimulationInputError(str(path), "window_start_s", f"client {ids[short]:g} has {counts[short]} "
+                                   f"windows, client {ids[0]:g} {counts[0]}", "give every client the same windows")
+    # Within each client the windows must increase: check them per client block, then across clients.
+    ws_all, arr = _servegen_rows(df, lines, path, blocks=first)
+    ws = ws_all.reshape(len(ids), -1)
+    other = _first(np.any(ws != ws[0], axis=1))
+    if other is not None:
+        raise SimulationInputError(f"{path}:{lines[first[other]]}", "window_start_s",
+                                   f"client {ids[other]:g}'s windows differ from client {ids[0]:g}'s",
+                                   "give every client the same windows")
+    per_client = arr.reshape(len(ids), -1, 4)
+    return ws[0].copy(), [(f"client {c:g}", per_client[j]) for j, c in enumerate(ids)]
+
+
+def _servegen_rows(df: pd.DataFrame, lines: np.ndarray, source: Path,
+                   blocks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Window starts [N] and rows [N, 4] = rate, dist code, p1, p2 from text columns; `blocks` are the
+    start rows of separate clients (windows must increase within each)."""
+    ws = _numbers(df["window_start_s"])
+    rate = _numbers(df["rate_rps"])
+    i = _first(np.isnan(ws) | np.isnan(rate))
+    if i is not None:
+        raise SimulationInputError(f"{source}:{lines[i]}", "window_start_s/rate_rps", "not a number", "use numbers")
+    i = _first(~np.isfinite(rate) | (rate < 0))
+    if i is not None:
+        raise SimulationInputError(f"{source}:{lines[i]}", "rate_rps", f"{df['rate_rps'].iloc[i]!r} is not a rate ≥ 0",
+                                   "use requests/s")
+    step_ok = np.diff(ws) > 0
+    if blocks is not None:
+        step_ok[blocks[1:] - 1] = True  # a new client starts over
+    i = _first(~step_ok)
+    if i is not None:
+        raise SimulationInputError(f"{source}:{lines[i + 1]}", "window_start_s", "windows are not increasing",
+                                   "sort rows by window_start_s")
+    active = rate > 0
+    dist = df["iat_dist"].to_numpy()
+    if np.any(active & (dist != "Gamma") & (dist != "Weibull")):
+        dist = df["iat_dist"].str.strip().to_numpy()
+    i = _first(active & (dist != "Gamma") & (dist != "Weibull"))
+    if i is not None:
+        raise SimulationInputError(f"{source}:{lines[i]}", "iat_dist", f"{dist[i]!r} is not Gamma or Weibull",
+                                   "use Gamma or Weibull for a window with rate > 0")
+    p1 = _numbers(df["param1"])
+    p2 = _numbers(df["param2"])
+    i = _first(active & (np.isnan(p1) | np.isnan(p2)))
+    if i is not None:
+        raise SimulationInputError(f"{source}:{lines[i]}", "param1/param2", "not a number", "use numbers")
+    i = _first(active & ~((p1 > 0) & (p2 > 0) & np.isfinite(p1) & np.isfinite(p2)))
+    if i is not None:
+        raise SimulationInputError(f"{source}:{lines[i]}", "param1/param2",
+                                   f"{df['param1'].iloc[i]}, {df['param2'].iloc[i]} must be > 0",
+                                   "give the fitted shape and scale")
+    arr = np.zeros((len(df), 4))
+    arr[active] = np.column_stack([rate, np.where(dist == "Gamma", 1.0, 2.0), p1, p2])[active]
+    return ws, arr
 
 
 def servegen_workload(
@@ -241,7 +399,8 @@ def servegen_workload(
             except OSError:
                 pass  # a cache that cannot be written only costs time
     prompt, output = _token_sums(counts, token_source, np.random.default_rng(seed + 1))
-    return BinnedWorkload(Path(directory).name, bin_seconds, counts, prompt, output,
+    name = _stem(Path(directory)) if Path(directory).is_file() else Path(directory).name
+    return BinnedWorkload(name, bin_seconds, counts, prompt, output,
                           np.sort(token_source.prompt_tokens.astype(np.float64)),
                           np.sort(token_source.output_tokens.astype(np.float64)), start_epoch)
 
@@ -256,7 +415,7 @@ def _cache_path(kind: str, key: str, inputs: list[Path]) -> Path | None:
     if root == "":
         return None
     base = Path(root) if root else Path.home() / ".cache" / "inference-autoscaler"
-    stamp = ";".join(f"{f}:{sorted(x.stat().st_mtime_ns for x in f.glob('*'))[-1:]}" for f in inputs)
+    stamp = ";".join(f"{f}:{sorted(x.stat().st_mtime_ns for x in [f, *f.glob('*')])[-1:]}" for f in inputs)
     digest = hashlib.sha256(f"v1|{key}|{stamp}".encode()).hexdigest()[:20]
     return base / f"{kind}-{digest}.npz"
 
@@ -316,7 +475,7 @@ def _token_sums(counts: np.ndarray, source: Trace, rng: np.random.Generator) -> 
 def load_trace(path: str | Path, fmt: str | None = None) -> Trace:
     """A request-level trace by format (azure | jsonl), guessed from the suffix when not given."""
     p = Path(path)
-    fmt = fmt or ("jsonl" if p.suffix in (".jsonl", ".json") else "azure")
+    fmt = fmt or ("jsonl" if logical_suffix(p) in (".jsonl", ".json") else "azure")
     if fmt == "azure":
         return load_azure_csv(p)
     if fmt == "jsonl":

@@ -29,6 +29,22 @@ def _api_client(kubeconfig: str | None, context: str | None, workers: int) -> ob
     return client.ApiClient(cfg)
 
 
+def _api_failure(e: Exception, host: str) -> str | None:
+    """One line for an API server that cannot be reached or refuses us; None for anything else."""
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(e, ApiException):
+        return f"the Kubernetes API server at {host} answered {e.status} {e.reason}: check the credentials and RBAC"
+    if isinstance(e, urllib3.exceptions.HTTPError | OSError):
+        reason = str(getattr(e, "reason", None) or e)
+        if " object at 0x" in reason:  # "<urllib3.connection.HTTPSConnection object at 0x..>: Failed to ..."
+            reason = reason.split(">: ", 1)[-1]
+        return (f"cannot reach the Kubernetes API server at {host}: {reason}. Check --kubeconfig/--context "
+                "and that the cluster is up")
+    return None
+
+
 def _own_namespace() -> str:
     try:
         return IN_CLUSTER_NAMESPACE.read_text().strip() or "default"
@@ -159,7 +175,15 @@ def run(
         raise click.ClickException(str(e)) from None
     holder["c"] = controller
     if once:
-        report = controller.run_once()
+        # urllib3 logs each retry of a refused connection; the one-line error below says it all.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+        try:
+            report = controller.run_once()
+        except Exception as e:
+            message = _api_failure(e, getattr(getattr(api, "configuration", None), "host", "?"))
+            if message is None:
+                raise
+            raise click.ClickException(message) from None
         log.info(
             "one tick done",
             extra={

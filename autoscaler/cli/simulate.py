@@ -1,14 +1,15 @@
 """`inference-autoscaler simulate`: replay a trace through the simulated fleet with ours and baselines.
 
-With no arguments it runs the built-in demo: a bundled 20-minute slice of the Azure code trace (cloned
-4×) with the default policy, against hpa, keda, kpa and the oracle, writing plots and an HTML report to
-./out/demo.
+With no arguments it runs the built-in demo: the first day of the bundled `diurnal` scenario with the
+default policy, against hpa, keda, kpa and the oracle; it prints a table, a legend and a verdict, and
+writes plots and an HTML report to ./out/demo.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import click
@@ -18,26 +19,31 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from autoscaler.policy_loader import PolicyError, load_policy_file
 from simulations.autoscalers.registry import parse_baselines
 from simulations.errors import SimulationInputError
-from simulations.report import print_results
 from simulations.scenario import Scenario, TraceSpec, build_workload, bundled_path, load_scenario, scenario_names
 from simulations.session import simulate as run_all
 from simulations.session import write_reports
+from simulations.trace_loaders import logical_suffix
+from simulations.verdict import render
 
-DEMO = Scenario(
-    name="demo",
-    description="Built-in demo: the first 20 minutes of the Azure LLM 2023 code trace (bundled, CC-BY-4.0, "
-    "Patel et al., Splitwise, ISCA 2024), each request cloned 4× (1-s bursts of ~270 req/s), typical cold "
-    "starts (~3 min), default policy.",
-    trace=TraceSpec(format="azure", path="bundled:azure_code_slice.csv", clone=4),
-    fidelity="request",
-    cold_start="typical",
-    initial_replicas=4,
-)
+DEMO_SCENARIO = "diurnal"
+DEMO_SECONDS = 86400.0
+
+
+def demo_scenario() -> Scenario:
+    """The built-in demo: the first day of the bundled `diurnal` scenario, where scaling decisions matter
+    (a 3× daily swing, cold starts of ~3 min: a static fleet pays for the peak all day, a late one misses)."""
+    sc = load_scenario(DEMO_SCENARIO)
+    return sc.model_copy(update={
+        "name": "demo",
+        "description": f"Built-in demo: the first day of the bundled {DEMO_SCENARIO!r} scenario. {sc.description}",
+        "trace": sc.trace.model_copy(update={"duration_seconds": DEMO_SECONDS}),
+    })
 
 
 @click.command("simulate")
 @click.option("--scenario", "scenario_name", metavar="NAME|FILE", help=f"one of: {', '.join(scenario_names())}")
-@click.option("--trace", "trace_path", type=click.Path(), help="a trace file (or ServeGen folder) instead")
+@click.option("--trace", "trace_path", type=click.Path(),
+              help="a trace file (may be .gz/.xz) or ServeGen folder instead")
 @click.option("--format", "fmt", type=click.Choice(["azure", "jsonl", "servegen"]), help="format of --trace")
 @click.option("--scale", type=float, help="clone factor k (request traces) or rate factor (servegen)")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), help="policy YAML (default: the shipped one)")
@@ -45,10 +51,11 @@ DEMO = Scenario(
 @click.option("--baselines", default="hpa,keda,kpa,oracle", show_default=True,
               help="comma list of static,hpa,keda,kpa,oracle; NAME:VALUE sets the target (e.g. hpa:16)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="output folder (default ./out/NAME)")
+@click.option("--duration", metavar="N[s|m|h|d]", help="replay only the first N of the trace (e.g. 30m, 2d)")
 @click.option("--json", "as_json", is_flag=True, help="print the results as JSON instead of a table")
 def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None, scale: float | None,
              policy_path: str | None, cold_start: str | None, baselines: str, out_dir: str | None,
-             as_json: bool) -> None:
+             duration: str | None, as_json: bool) -> None:
     """Replay a scenario or trace: ours (the default policy) vs baselines; tables, JSON, plots, HTML."""
     if scenario_name and trace_path:
         raise click.UsageError("give --scenario or --trace, not both")
@@ -60,7 +67,7 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
             scenario = scenario.with_cold_start(cold_start)
         jobs = parse_baselines(baselines)
         policy = load_policy_file(policy_path or bundled_path("default-policy.yaml"))[0].spec
-        workload = build_workload(scenario)
+        workload = build_workload(scenario, limit_seconds=_seconds(duration) if duration else None)
     except SimulationInputError as e:
         raise click.UsageError(str(e)) from None
     except PolicyError as e:
@@ -76,9 +83,26 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
     if as_json:
         click.echo(json.loads(json.dumps(None)) or paths["json"].read_text(encoding="utf-8"))
         return
-    print_results(console, f"{scenario.name} ({scenario.cold_start_profile.name} cold starts, "
-                  f"TTFT SLO {scenario.slo.ttft_seconds:g} s)", results, scenario.slo.target_attainment)
-    console.print(f"wrote {paths['html']}, {paths['json']} and {len(paths) - 2} plots")
+    click.echo(render(scenario, results))
+    wrote = f"Wrote {paths['html']} (report with plots), {paths['json']} and {len(paths) - 2} PNG plots."
+    click.echo("\n" + "\n".join(textwrap.wrap(wrote, 80, break_long_words=False, break_on_hyphens=False)))
+
+
+UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _seconds(text: str) -> float:
+    """`90`, `90s`, `30m`, `2h`, `1.5d` → seconds."""
+    raw = text.strip().lower()
+    unit = UNITS.get(raw[-1:])
+    number = raw[:-1] if unit is not None else raw
+    try:
+        value = float(number) * (unit or 1.0)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise click.BadParameter(f"{text!r} is not a duration > 0", param_hint="--duration (e.g. 30m, 2h, 2d)")
+    return value
 
 
 def _scenario(name: str | None, trace_path: str | None, fmt: str | None, scale: float | None) -> Scenario:
@@ -90,10 +114,10 @@ def _scenario(name: str | None, trace_path: str | None, fmt: str | None, scale: 
         return sc
     if trace_path:
         p = Path(trace_path)
-        kind = fmt or ("servegen" if p.is_dir() else "jsonl" if p.suffix in (".jsonl", ".json") else "azure")
+        kind = fmt or ("servegen" if p.is_dir() else "jsonl" if logical_suffix(p) in (".jsonl", ".json") else "azure")
         if kind == "servegen":
             spec = TraceSpec(format="servegen", path=str(p.resolve()), rate_factor=scale or 1.0)
             return Scenario(name=p.name or "trace", trace=spec, fidelity="fluid")
         spec = TraceSpec(format=kind, path=str(p.resolve()), clone=scale)
         return Scenario(name=p.stem or "trace", trace=spec, fidelity="request")
-    return DEMO
+    return demo_scenario()

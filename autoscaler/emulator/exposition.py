@@ -125,7 +125,7 @@ def vllm_families(r: ReplicaView, model: str, created: float, engine_index: str 
 
 def sglang_families(r: ReplicaView, model: str, created: float, engine_index: str = "0") -> list[Metric]:
     """SGLang's names for the same numbers. The simulator's histograms carry vLLM's buckets; SGLang's
-    own differ (engine-metrics.md §2.1), so quantiles interpolate over vLLM's bucket grid here."""
+    own differ (docs/engine-metrics.md §2), so quantiles interpolate over vLLM's bucket grid here."""
     f = _Families(["model_name"], [model], created)
     return [
         f.gauge("sglang:num_running_reqs", "The number of running requests.", r.running),

@@ -1,4 +1,5 @@
-"""Where each of a target's pods is in its cold start, and which stages it has completed.
+"""Where each of a target's pods is in its cold start, and which stages it has completed (the stages, the
+signals Kubernetes gives for each and published durations: docs/cold-start.md).
 
 Stages, from the pod's own timestamps:
 - scheduling / node_provisioning: creation -> `PodScheduled=True`. It is node provisioning when the pod

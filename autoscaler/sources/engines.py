@@ -6,7 +6,7 @@ order of preference (renames across versions, e.g. vLLM `kv_cache_usage_perc` vs
 first one present. Adding an engine is adding an entry to `ENGINES`.
 
 Names are as exposed on the wire (counters with `_total`, histograms by their base name; the `_bucket`
-series is derived). Sources: /work/shared/docs/engine-metrics.md.
+series is derived). Sources: docs/engine-metrics.md (the engines' own code and docs, by file and commit).
 """
 
 from __future__ import annotations

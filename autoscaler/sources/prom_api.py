@@ -30,6 +30,9 @@ class SourceError(Exception):
         self.kind: ErrorKind = kind
         self.detail = detail
 
+    def __reduce__(self) -> tuple[type, tuple[ErrorKind, str]]:  # picklable: rebuilt from its fields
+        return type(self), (self.kind, self.detail)
+
 
 @dataclass(frozen=True, slots=True)
 class Sample:

@@ -19,6 +19,9 @@ class TargetBlocked(Exception):
         self.reason = reason
         self.message = message
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # picklable: rebuilt from its fields
+        return type(self), (self.reason, self.message)
+
 
 @dataclass(frozen=True, slots=True)
 class ScaleReading:

@@ -10,6 +10,7 @@ InferenceService (Standard/RawDeployment mode), by `serving.kserve.io/autoscaler
 LLMInferenceService: with `spec.replicas` and `spec.scaling` unset, KServe preserves the replicas of its
 `<name>-kserve` Deployment (or `<name>-kserve-mn` LeaderWorkerSet when `spec.worker` is set), so scale
 that through `/scale`. Child names longer than 63 characters (hashed by KServe) are not derived here.
+Sources (KServe's code, by file and commit): docs/kubernetes-targets.md.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def imports(*folders: str) -> set[str]:
 
 
 def third_party(names: set[str]) -> set[str]:
-    return {n for n in names if n not in sys.stdlib_module_names and n not in (*PACKAGES, "tests")}
+    return {n for n in names if n not in sys.stdlib_module_names and n not in (*PACKAGES, "tests", "benchmarks")}
 
 
 def test_the_distribution_to_import_mapping_matches_installed_metadata() -> None:

@@ -54,7 +54,7 @@ def flash_crowd(base_rps: float, start_s: float, hold_s: float, duration_s: floa
 
 def burst_trace(b: Burst, seed: int = 11) -> Trace:
     """The scenario generator (`simulations.synthetic.flash_crowd_trace`) with real token lengths from the
-    bundled Azure code slice (the scenario's own token source lives outside the repository)."""
+    bundled Azure code slice (not the scenario's conv token source: the drill's load is calibrated on it)."""
     tokens = load_azure_csv(bundled_path("azure_code_slice.csv"))
     return flash_crowd_trace(tokens, b.base_rps, b.factor, b.start_s, b.ramp_s, b.hold_s, b.duration_s, seed)
 

@@ -1,6 +1,6 @@
 """`inference-autoscaler backtest` against a real Prometheus holding months-old history.
 
-The history is generated from the shared Azure conversation trace (2023-11-16, ~1 h): per-replica vLLM
+The history is generated from the bundled Azure conversation trace (2023-11-16, ~1 h): per-replica vLLM
 counters, gauges and queue-time buckets every 15 s, 2 replicas for the first 30 minutes and 3 after,
 loaded with `promtool tsdb create-blocks-from openmetrics`; Prometheus keeps it with a 100-year retention.
 """
@@ -8,7 +8,6 @@ loaded with `promtool tsdb create-blocks-from openmetrics`; Prometheus keeps it 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +22,13 @@ from autoscaler.backtest.prom_range import PrometheusRange
 from autoscaler.cli.backtest import backtest
 from autoscaler.sources.engines import SignalName
 from autoscaler.sources.histogram import quantile_of
+from simulations.scenario import bundled_traces_dir
 from simulations.trace import Trace
 from simulations.trace_loaders import load_azure_csv
 from tests.prometheus_server import PrometheusProcess, require_binary
 from tests.unit.sources.helpers import msp
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[3]
 SWITCH_S = 1800.0
 PROMPT_TPS = 3000.0
 
@@ -46,11 +45,8 @@ spec:
 
 
 def conv_trace() -> Trace:
-    env = os.environ.get("INFERENCE_AUTOSCALER_TRACES")
-    for d in ([Path(env)] if env else []) + [REPO.parent / "shared" / "traces", Path("/work/shared/traces")]:
-        if (d / "azure_llm_2023_conv.csv").exists():
-            return load_azure_csv(d / "azure_llm_2023_conv.csv")
-    pytest.fail("azure_llm_2023_conv.csv not found: set INFERENCE_AUTOSCALER_TRACES to the shared traces folder")
+    """The copy shipped with the package (not $INFERENCE_AUTOSCALER_TRACES: the asserted numbers are its)."""
+    return load_azure_csv(bundled_traces_dir() / "azure_llm_2023_conv.csv.gz")
 
 
 @pytest.fixture(scope="module")

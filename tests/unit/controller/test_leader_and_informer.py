@@ -190,10 +190,20 @@ def test_running_controller_serves_metrics_and_probes_and_stops_on_request(kube,
     t.start()
     try:
         _wait(lambda: c.reconciler.runtimes and kube.calls("PUT", "/scale"))
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
-        assert 'inference_autoscaler_desired_replicas{namespace="models",policy="llama"}' in body
-        assert "inference_autoscaler_tick_duration_seconds_bucket" in body
-        assert "inference_autoscaler_leader 1.0" in body
+        expected = ('inference_autoscaler_desired_replicas{namespace="models",policy="llama"}',
+                    "inference_autoscaler_tick_duration_seconds_bucket", "inference_autoscaler_leader 1.0")
+        bodies: list[str] = []
+
+        def metrics_show_the_tick() -> bool:
+            # The gauges are set after the scale write and the status patch: wait for them, not the PUT.
+            bodies.append(urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode())
+            return all(e in bodies[-1] for e in expected)
+
+        try:
+            _wait(metrics_show_the_tick, timeout=15.0)
+        except AssertionError:
+            missing = [e for e in expected if e not in bodies[-1]]
+            raise AssertionError(f"/metrics never showed {missing}") from None
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok: leading\n"
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz").status == 200
     finally:

@@ -62,3 +62,27 @@ def test_run_reports_an_unusable_kubeconfig_readably(tmp_path):
     result = CliRunner().invoke(main, ["run", "--kubeconfig", str(bad), "--once"])
     assert result.exit_code != 0
     assert "cannot configure the Kubernetes client" in result.output
+
+
+def test_run_once_reports_an_unreachable_api_server_in_one_line(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoscaler.cli", "run", "--once", "--kubeconfig",
+         kubeconfig(tmp_path, f"https://127.0.0.1:{port}"), "--metrics-port", "0", "--health-port", "0"],
+        capture_output=True, text=True, timeout=120, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert proc.returncode == 1
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"Error: cannot reach the Kubernetes API server at https://127.0.0.1:{port}")
+    assert "Connection refused" in lines[0] and "Traceback" not in lines[0]

@@ -1,22 +1,17 @@
 """Acceptance: on ServeGen m-large aggregate demand, auto beats seasonal-naive at q=0.9, 1 h ahead,
 and its 0.9 quantile covers 85-95% of outcomes."""
 
-from pathlib import Path
-
 import pytest
 
 from forecasting.evaluate import rolling_origin
 from forecasting.series import load_series
+from simulations.scenario import bundled_traces_dir
 
-TRACE = Path(__file__).resolve().parents[3].parent / "shared/traces/servegen/aggregate_rate_10min.csv"
+TRACE = bundled_traces_dir() / "servegen" / "aggregate_rate_10min.csv"  # shipped with the package
 
 
 @pytest.fixture(scope="module")
 def scores() -> dict[str, object]:
-    if not TRACE.is_file():
-        pytest.fail(
-            f"acceptance trace missing: {TRACE} (expected ../shared/traces/servegen next to the repo)"
-        )
     series = load_series(TRACE, "language_m-large_rps")
     assert series.step_seconds == 600.0
     history_steps = 7 * 86400 // 600

@@ -12,7 +12,7 @@ from simulations.fleet import RequestFleet
 from simulations.fluid import FluidFleet
 from simulations.histograms import TTFT_BUCKETS
 from simulations.profiles import COLD_START_PROFILES, ClusterSpec, ColdStartProfile, ServingProfile
-from simulations.scenario import traces_dir
+from simulations.scenario import bundled_traces_dir
 from simulations.trace import Trace
 from simulations.trace_loaders import load_azure_csv
 
@@ -168,12 +168,11 @@ def test_static_fleet_waits_between_mmc_and_independent_mm1() -> None:
     assert mmc_wait * 0.9 <= np.mean(qt) <= mm1_wait
 
 
-@pytest.mark.skipif(not (traces_dir() / "azure_llm_2023_conv.csv").exists(), reason="shared traces not present")
 def test_request_and_fluid_fidelity_agree_within_two_points() -> None:
     """On the Azure conv trace (30 min, cloned 6×) with a static fleet that is short of capacity for
     part of the run, both fidelities find the same share of requests within the SLO (±2 points)."""
     serving = ServingProfile()
-    trace = load_azure_csv(traces_dir() / "azure_llm_2023_conv.csv").window(0, 1800).clone(6, seed=1)
+    trace = load_azure_csv(bundled_traces_dir() / "azure_llm_2023_conv.csv.gz").window(0, 1800).clone(6, seed=1)
     for replicas in (5, 6):
         req = RequestFleet(trace, serving, COLD_START_PROFILES["warm"], initial_replicas=replicas,
                            per_replica_histograms=False)

@@ -91,8 +91,8 @@ class FluidFleet(LifecycleFacts):
         self._cd = per_token + s.itl_per_sequence_seconds + s.kv_read_seconds_per_token * tokens
         self._budget = float(s.max_num_batched_tokens)
         # prompt-token order of the requests: cumulative prompt tokens and requests at the bin edges
-        self._cum_tokens: np.ndarray = np.concatenate([[0.0], np.cumsum(np.concatenate([workload.prompt_tokens,
-                                                                                        pad]))])
+        self._cum_tokens: list[float] = np.concatenate([[0.0], np.cumsum(np.concatenate([workload.prompt_tokens,
+                                                                                          pad]))]).tolist()
         self._sched = np.zeros(nb + 1)  # cumulative requests scheduled (left WAITING) at bin edges
         self._extra = np.zeros(nb)  # per bin: half a step in flight + the fixed part of a request's own step
         self._per_prompt = np.full(nb, self._cp)  # per bin: seconds per prompt token of a request's own prefill
@@ -142,7 +142,6 @@ class FluidFleet(LifecycleFacts):
         prompt_total, gen_total, success = self.prompt_total, self.gen_total, self.success_total
         ttft_obs, queue_obs = self.ttft_h.observe, self.queue_h.observe
         ready_heap = self._ready_heap
-        n_tok = len(cum_tokens) - 1
         b = self._bin
         while b < last:
             t0 = b * dt
@@ -224,7 +223,7 @@ class FluidFleet(LifecycleFacts):
                         k = sched_c[b] + 0.5 * new_n
                         queue_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + 0.5 * step0, new_n)  # type: ignore[arg-type]
                     if fin_n > 0:
-                        k = float(np.interp(done_x - 0.5 * fin_tok, cum_tokens, cum_a)) if n_tok else 0.0
+                        k = _interp(cum_tokens, cum_a, done_x - 0.5 * fin_tok)
                         ttft_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + step_extra
                                  + self.mean_prompt * cp, fin_n)  # type: ignore[arg-type]
                 if dec > 0 and steps > 0:
@@ -422,6 +421,17 @@ class FluidFleet(LifecycleFacts):
             if life in self._starting:
                 heapq.heappush(self._ready_heap, (life.ready_at, life.rid, life))
         placed.clear()
+
+
+def _interp(xs: list[float], ys: list[float], x: float) -> float:
+    """np.interp for one point on lists (xs non-decreasing)."""
+    i = bisect_left(xs, x)
+    if i <= 0:
+        return ys[0]
+    if i >= len(xs):
+        return ys[-1]
+    x0, x1 = xs[i - 1], xs[i]
+    return ys[i] if x1 <= x0 else ys[i - 1] + (ys[i] - ys[i - 1]) * (x - x0) / (x1 - x0)
 
 
 def _inverse(cum: list[float], k: float, dt: float) -> float:

@@ -3,6 +3,9 @@ KV blocks and preemption by recompute, prefix caching, and the overload a too-sm
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -161,3 +164,23 @@ def test_an_overload_shows_waiting_and_queue_time_at_scrapes_and_none_when_idle(
     assert queue_p90(105.0, 120.0) is None  # nothing finished while idle: no queue-time observations
     o = f.outcome(2.0)
     assert o.queue_p99_seconds > 5.0 and o.unserved == 0
+
+
+def test_mooncake_hash_ids_drive_prefix_caching(tmp_path: Path) -> None:
+    from simulations.trace_loaders import load_jsonl
+
+    rows = [{"timestamp": 0, "input_length": 2000, "output_length": 5, "hash_ids": list(range(125))},
+            {"timestamp": 5000, "input_length": 2000, "output_length": 5,
+             "hash_ids": [*range(120), 900, 901, 902, 903, 904]}]
+    p = tmp_path / "mooncake.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    trace = load_jsonl(p)
+    assert trace.block_hashes is not None and len(trace.block_hashes[1]) == 125
+    f = RequestFleet(trace, ServingProfile(), COLD_START_PROFILES["warm"], initial_replicas=1)
+    f.advance(60)
+    first, second = f.book.ttft
+    assert second < first / 5  # 120 of its 125 blocks were cached: only 80 tokens are prefilled
+    plain = Trace("plain", trace.arrival_s, trace.prompt_tokens, trace.output_tokens, 0.0)
+    g = RequestFleet(plain, ServingProfile(), COLD_START_PROFILES["warm"], initial_replicas=1)
+    g.advance(60)
+    assert g.book.ttft[1] == pytest.approx(first)  # without hashes: no prefix caching

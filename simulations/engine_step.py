@@ -490,7 +490,7 @@ class Engine:
         chunks: list[tuple[int, int, int]] = []
         computed, held = book.computed, book.held
         # requests of RUNNING still in prefill (the tail, in order)
-        for j in list(self.pf):
+        for j in list(self.pf) if self.pf else ():
             if j not in self.pf:
                 continue  # preempted for one ahead of it
             c = computed[j]

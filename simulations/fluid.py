@@ -99,7 +99,7 @@ class FluidFleet(LifecycleFacts):
         # per bin, when the prefill backlog fills every step's budget: the step's length and its prefill room
         self._sat_step = np.zeros(nb)
         self._sat_room = np.zeros(nb)
-        self._drain_pool: list[list] = []  # [decoding, decode tokens left, life] per draining replica
+        self._drain_pool: list[list] = []  # [decoding, decode tokens left, life, completions/step] per replica
         # queue state
         self.waiting = 0.0
         self.waiting_prompt = 0.0
@@ -239,17 +239,16 @@ class FluidFleet(LifecycleFacts):
                     gen_total += tokens
                     success += c
             for entry in self._drain_pool:  # draining replicas decode their own sequences
-                d_n, d_len = entry[0], entry[1]
+                d_n, d_len, rate = entry[0], entry[1], entry[3]
                 if d_n <= 0:
                     continue
                 steps = dt / (base + d_n * cd)
                 tokens = steps * d_n
-                mean_dec = d_len / d_n if d_len > 0 else 1.0
-                c = tokens / mean_dec
-                if c >= d_n:
+                c = steps * rate
+                if c >= d_n - 1e-6 or tokens >= d_len:
                     tokens, c = d_len, d_n
                 entry[0] = d_n - c if d_n - c > 1e-9 else 0.0
-                entry[1] = d_len - c * mean_dec if entry[0] > 0 else 0.0
+                entry[1] = d_len - tokens if entry[0] > 0 else 0.0
                 gen_total += tokens
                 success += c
                 if entry[0] <= 0:
@@ -271,8 +270,8 @@ class FluidFleet(LifecycleFacts):
         if self._drain_pool:
             keep = []
             for entry in self._drain_pool:
-                if len(entry) > 3:  # drained: gone at the end of the bin that finished it
-                    self.lifecycle.gone(entry[2], entry[3])
+                if len(entry) > 4:  # drained: gone at the end of the bin that finished it
+                    self.lifecycle.gone(entry[2], entry[4])
                 else:
                     keep.append(entry)
             self._drain_pool = keep
@@ -307,7 +306,9 @@ class FluidFleet(LifecycleFacts):
                 self.decoding_length -= d_len
                 self.ready -= 1
                 if d_n > 1e-9:
-                    self._drain_pool.append([d_n, d_len, life])
+                    # remaining lengths taken as uniform on [0, 2 × mean]: a constant completion rate per step,
+                    # so the replica is empty after twice the mean remaining length (not a geometric tail)
+                    self._drain_pool.append([d_n, d_len, life, d_n * d_n / (2.0 * max(d_len, 1.0))])
                 else:
                     self.lifecycle.gone(life, t)
             active -= 1

@@ -176,3 +176,27 @@ def test_static_fleet_waits_between_mmc_and_independent_mm1() -> None:
     rho = a / c
     mm1_wait = rho / (mu - lam / c)
     assert mmc_wait * 0.9 <= np.mean(qt) <= mm1_wait
+
+
+def test_fluid_scale_down_drains_like_the_request_level_fleet(serving: ServingProfile) -> None:
+    """A removed replica keeps serving what it runs until done (GPU time counts until then), in both fleets."""
+    from simulations.fluid import FluidFleet
+
+    trace = poisson_trace(4, 120, seed=2, prompt=200, output=1500)
+    req = RequestFleet(trace, serving, COLD_START_PROFILES["warm"], initial_replicas=2, per_replica_histograms=False)
+    flu = FluidFleet(trace.binned(1.0), serving, COLD_START_PROFILES["warm"], initial_replicas=2)
+    for f in (req, flu):
+        f.set_target(1, 60.0)
+        assert f.replica_counts(61.0).terminating == 1  # draining, not gone
+    drained = {}
+    for name, f in (("request", req), ("fluid", flu)):
+        t = 61.0
+        while f.replica_counts(t).terminating and t < 600:
+            t += 1.0
+            f.advance(t)
+        drained[name] = t
+    assert 65 < drained["request"] < 200 and 65 < drained["fluid"] < 200
+    assert drained["fluid"] == pytest.approx(drained["request"], rel=0.35)
+    req.advance(600)
+    flu.advance(600)
+    assert flu.gpu_seconds(600) == pytest.approx(req.gpu_seconds(600), rel=0.05)

@@ -1,20 +1,27 @@
 """Fluid fleet: binned arrivals and token work, for multi-day traces.
 
-Same serving model as the request-level fleet (`simulations.fleet`), at the level of the whole fleet and
-one bin (default 1 s) at a time:
-1. arrivals join one FIFO queue (waiting);
-2. they are admitted while sequence slots last: `ready × min(max_num_seqs, KV budget / mean tokens per
-   request)` minus those already admitted;
-3. prefill runs first, at `prefill_tokens_per_second` per ready replica (prefill has priority);
-4. the rest of the bin's replica-time decodes at a per-replica batch `b = decoding / ready`, producing
-   `b / (a + b·b_seq)` tokens per replica-second; completions = tokens / mean decode length.
+The same serving model as the request-level fleet (vLLM V1's scheduler, `simulations.engine_step`), for the
+whole fleet and one bin (default 1 s) at a time, with the load spread evenly over the ready replicas:
+1. arrivals join WAITING; prompt tokens are prefilled first-come first-served;
+2. each replica runs engine steps: a decode token for each of its running sequences, the rest of the token
+   budget (`max_num_batched_tokens`) for prefill chunks; a step lasts what the engine's step-time model
+   says (base + tokens + attended context + prefill attention). When the prefill backlog fills the budget
+   the replica is saturated (steps of the full budget), else prefill takes what has arrived and decode the
+   rest of the bin;
+3. a request is scheduled (leaves WAITING) when its prompt's first chunk is in a step, and has its first
+   token when its last chunk is done; admission stops while the running sequences fill `max_num_seqs` or
+   the KV cache (tokens per running sequence: mean prompt + half the mean output);
+4. decodes emit one token per step each; completions = tokens / mean remaining decode length.
 
-Latency comes from the cumulative curves: arrivals A(t), admissions S(t) and first tokens F(t). The k-th
-request (FIFO) arrives at A⁻¹(k), is admitted at S⁻¹(k) and gets its first token at F⁻¹(k); its TTFT is
-F⁻¹(k) − A⁻¹(k) plus the spread of its own prefill (the prompt-length distribution) — evaluated at four
-points per bin. Scale-down takes capacity away at once; the replica's GPUs are held for an estimated drain
-(its share of the running sequences finishing). The public API matches `RequestFleet` (advance,
-set_target, replica_counts, cluster_facts, take_observations, scrape, outcome).
+Latency comes from cumulative curves: arrivals A(t) and scheduled requests S(t) (in prompt-token order:
+a request is scheduled when the prefill pointer plus the chunks in flight reach it). The k-th request
+waits S⁻¹(k) − A⁻¹(k), then half an engine step (the step in flight ends) and its own step (base + the
+decodes beside it + its prompt); its TTFT is checked against the SLO over the prompt-length distribution.
+
+Scale-down works as in the request-level fleet: starting replicas go first; a ready replica stops taking
+requests, its share of the decoding sequences finishes on it (drain, decoding at its own batch), and it is
+gone (GPUs released) when they are done. The public API matches `RequestFleet` (advance, set_target,
+replica_counts, cluster_facts, take_observations, scrape, outcome).
 """
 
 from __future__ import annotations
@@ -59,8 +66,6 @@ class FluidFleet(LifecycleFacts):
         self._output_l: list[float] = np.concatenate([workload.output_tokens, pad]).tolist()
         self._cum_arrivals: list[float] = np.concatenate([[0.0], np.cumsum(self._counts)]).tolist()
         self.nbins = nb
-        self._admitted = np.zeros(nb + 1)
-        self._first = np.zeros(nb + 1)
         self._bin = 0
         self.now = 0.0
         self.target = initial_replicas
@@ -68,23 +73,42 @@ class FluidFleet(LifecycleFacts):
         self._starting: list[ReplicaLife] = []
         self._ready_heap: list[tuple[float, int, ReplicaLife]] = []
         self._ready_lives: list[ReplicaLife] = [self.lifecycle.add_ready(0.0) for _ in range(initial_replicas)]
-        self._draining: list[tuple[float, int, ReplicaLife]] = []  # (gone at, id, life)
         ps = workload.prompt_sample
         os_ = workload.output_sample
         self.mean_prompt = float(np.mean(ps))
         self.mean_decode = max(1e-9, float(np.mean(np.maximum(os_ - 1.0, 0.0))))
         self.immediate_share = float(np.mean(os_ <= 1.0))  # requests that finish at their first token
-        tokens = float(np.mean(ps + os_)) if len(ps) == len(os_) else self.mean_prompt + float(np.mean(os_))
+        # tokens a running sequence holds in the KV cache, averaged over the time it runs: its prompt and half
+        # its output, weighted by its decode time (long outputs are over-represented in the running set)
+        tokens = self.mean_prompt + 0.5 * float(np.mean(os_ * os_)) / max(1e-9, float(np.mean(os_)))
         self.seqs_per_replica = float(min(serving.max_num_seqs, serving.kv_cache_tokens / max(1.0, tokens)))
         self.tokens_per_request = tokens
+        s = serving
+        per_token = 1.0 / s.prefill_tokens_per_second
+        self._base = s.itl_base_seconds
+        # one prefill token (its share of the attention over its own prompt), one decode token (its context)
+        self._cp = per_token + s.attention_seconds_per_token_pair * (self.mean_prompt + 1.0) * 0.5
+        self._cd = per_token + s.itl_per_sequence_seconds + s.kv_read_seconds_per_token * tokens
+        self._budget = float(s.max_num_batched_tokens)
+        # prompt-token order of the requests: cumulative prompt tokens and requests at the bin edges
+        self._cum_tokens: list[float] = np.concatenate([[0.0], np.cumsum(np.concatenate([workload.prompt_tokens,
+                                                                                          pad]))]).tolist()
+        self._sched = np.zeros(nb + 1)  # cumulative requests scheduled (left WAITING) at bin edges
+        self._extra = np.zeros(nb)  # per bin: half a step in flight + the fixed part of a request's own step
+        self._per_prompt = np.full(nb, self._cp)  # per bin: seconds per prompt token of a request's own prefill
+        # per bin, when the prefill backlog fills every step's budget: the step's length and its prefill room
+        self._sat_step = np.zeros(nb)
+        self._sat_room = np.zeros(nb)
+        self._drain_pool: list[list] = []  # [decoding, decode tokens left, life, completions/step] per replica
         # queue state
         self.waiting = 0.0
         self.waiting_prompt = 0.0
         self.waiting_output = 0.0
         self.prefill_output = 0.0
         self.decoding_length = 0.0  # sum of the decode lengths of the sequences decoding
-        self.prefill_n = 0.0
-        self.prefill_tokens = 0.0
+        self.prefill_n = 0.0  # scheduled, prompt not done (partially prefilled)
+        self.prefill_tokens = 0.0  # their prompt tokens left
+        self.processed_tokens = 0.0  # cumulative prompt tokens prefilled (the FIFO pointer)
         self.decoding = 0.0
         self.in_flight = 0.0
         # counters
@@ -104,20 +128,18 @@ class FluidFleet(LifecycleFacts):
         if t_end < self.now - 1e-9:
             raise ValueError(f"time goes forward only: advance({t_end}) after {self.now}")
         last = min(self.nbins, math.floor(t_end / self.dt + 1e-9))
-        s = self.serving
         dt = self.dt
-        a_itl, b_itl = s.itl_base_seconds, s.itl_per_sequence_seconds
-        prefill_rate = s.prefill_tokens_per_second
-        mean_prefill = self.mean_prompt / prefill_rate
-        counts, prompt_in, output_in, cum_a = self._counts_l, self._prompt_l, self._output_l, self._cum_arrivals
-        admitted_c, first_c = self._admitted, self._first
+        base, cp, cd, budget = self._base, self._cp, self._cd, self._budget
+        counts, prompt_in, output_in = self._counts_l, self._prompt_l, self._output_l
+        cum_tokens, cum_a = self._cum_tokens, self._cum_arrivals
+        sched_c, extra, per_prompt = self._sched, self._extra, self._per_prompt
+        sat_step, sat_room = self._sat_step, self._sat_room
         seqs, imm = self.seqs_per_replica, self.immediate_share
         waiting, waiting_p, waiting_o = self.waiting, self.waiting_prompt, self.waiting_output
         pf_o, dec_len = self.prefill_output, self.decoding_length
         pf_n, pf_tok, dec = self.prefill_n, self.prefill_tokens, self.decoding
+        done_x = self.processed_tokens
         prompt_total, gen_total, success = self.prompt_total, self.gen_total, self.success_total
-        cum_adm = float(admitted_c[self._bin])
-        cum_first = float(first_c[self._bin])
         ttft_obs, queue_obs = self.ttft_h.observe, self.queue_h.observe
         ready_heap = self._ready_heap
         b = self._bin
@@ -129,47 +151,83 @@ class FluidFleet(LifecycleFacts):
             waiting += counts[b]
             waiting_p += prompt_in[b]
             waiting_o += output_in[b]
+            step_extra = base
             if n > 0:
+                batch = dec / n
+                step0 = base + batch * cd  # the decode part of a step
+                # requests that may be scheduled: sequence slots (max_num_seqs, KV) left
                 slots = n * seqs - pf_n - dec
-                x = waiting if waiting < slots else (slots if slots > 0 else 0.0)
-                if x > 0:
-                    share = x / waiting
-                    xp = waiting_p * share
-                    xo = waiting_o * share
-                    waiting -= x
-                    waiting_p -= xp
-                    waiting_o -= xo
-                    pf_n += x
-                    pf_tok += xp
-                    pf_o += xo
-                    # queue time of the admitted cohort (mid-point), as a finished request would report it
-                    k = cum_adm + 0.5 * x
-                    queue_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)), x)  # type: ignore[arg-type]
-                    cum_adm += x
-                capacity = n * dt
-                done_tok = pf_tok if pf_tok < capacity * prefill_rate else capacity * prefill_rate
+                adm = waiting if waiting < slots else (slots if slots > 0 else 0.0)
+                adm_tok = waiting_p * adm / waiting if waiting > 0 else 0.0
+                avail = (pf_tok + adm_tok) / n  # prefill tokens per replica
+                room = budget - batch if budget > batch else 0.0
+                if dec > 0:
+                    steps = (dt - avail * cp) / step0
+                    if steps <= 0 or avail > steps * room:  # saturated: every step carries a full budget
+                        steps = dt / (step0 + room * cp)
+                        x = steps * room
+                        sat_step[b], sat_room[b] = step0 + room * cp, room
+                    else:
+                        x = avail
+                    chunk = x / steps if steps > 0 else 0.0
+                else:
+                    x_max = dt / (base / budget + cp)  # full-budget prefill steps for the whole bin
+                    x = avail if avail < x_max else x_max
+                    if avail >= x_max:
+                        sat_step[b], sat_room[b] = base + budget * cp, budget
+                    steps = 0.0
+                    chunk = x if x < budget else budget
+                step_extra = 0.5 * (step0 + chunk * cp) + step0
+                done_tok = x * n
                 if done_tok > 0:
-                    done_n = pf_n * done_tok / pf_tok if pf_tok > 0 else pf_n
-                    if done_tok >= pf_tok - 1e-9:
-                        done_n = pf_n
-                    done_o = pf_o * done_n / pf_n if pf_n > 0 else 0.0
-                    pf_tok -= done_tok
-                    pf_n -= done_n
-                    pf_o -= done_o
+                    # FIFO in prompt tokens: the partial prefills first, then admitted waiting requests
+                    from_pf = done_tok if done_tok < pf_tok else pf_tok
+                    done_pf_n = pf_n * from_pf / pf_tok if pf_tok > 0 else 0.0
+                    if from_pf >= pf_tok - 1e-9:
+                        done_pf_n = pf_n
+                    rest = done_tok - from_pf
+                    # admitted requests get scheduled (their first chunk): all of those whose tokens start
+                    # before the pointer plus the chunks in flight
+                    take = adm_tok if adm_tok < rest + n * chunk else rest + n * chunk
+                    new_n = adm * take / adm_tok if adm_tok > 0 else 0.0
+                    new_tok = take
+                    new_o = waiting_o * new_n / waiting if waiting > 0 else 0.0
+                    waiting -= new_n
+                    waiting_p -= new_tok
+                    waiting_o -= new_o
+                    if waiting < 1e-9:
+                        waiting, waiting_p, waiting_o = 0.0, 0.0, 0.0
+                    pf_n += new_n
+                    pf_tok += new_tok
+                    pf_o += new_o
+                    # of those, done: everything the pointer passed
+                    fin_tok = done_tok if done_tok < pf_tok else pf_tok
+                    fin_n = done_pf_n + (new_n * rest / new_tok if new_tok > 0 else 0.0)
+                    if fin_tok >= pf_tok - 1e-9:
+                        fin_n = pf_n
+                    fin_n = fin_n if fin_n < pf_n else pf_n
+                    fin_o = pf_o * fin_n / pf_n if pf_n > 0 else 0.0
+                    pf_n -= fin_n
+                    pf_tok -= fin_tok
+                    pf_o -= fin_o
                     if pf_n < 1e-9:
                         pf_n, pf_tok, pf_o = 0.0, 0.0, 0.0
-                    prompt_total += done_tok
-                    gen_total += done_n
-                    k = cum_first + 0.5 * done_n
-                    ttft_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + mean_prefill, done_n)  # type: ignore[arg-type]
-                    cum_first += done_n
-                    success += done_n * imm
-                    dec += done_n * (1.0 - imm)
-                    dec_len += max(0.0, done_o - done_n)  # the first token came with the prefill
-                    capacity -= done_tok / prefill_rate
-                if dec > 0 and capacity > 0:
-                    batch = dec / n
-                    tokens = capacity * batch / (a_itl + b_itl * batch)
+                    done_x += fin_tok
+                    prompt_total += fin_tok
+                    gen_total += fin_n
+                    success += fin_n * imm
+                    dec += fin_n * (1.0 - imm)
+                    dec_len += max(0.0, fin_o - fin_n)  # the first token came with the prefill
+                    if new_n > 0:
+                        # queue time of the newly scheduled (mid-point), as a finished request would report it
+                        k = sched_c[b] + 0.5 * new_n
+                        queue_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + 0.5 * step0, new_n)  # type: ignore[arg-type]
+                    if fin_n > 0:
+                        k = _interp(cum_tokens, cum_a, done_x - 0.5 * fin_tok)
+                        ttft_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + step_extra
+                                 + self.mean_prompt * cp, fin_n)  # type: ignore[arg-type]
+                if dec > 0 and steps > 0:
+                    tokens = steps * batch * n
                     mean_dec = dec_len / dec if dec_len > 0 else 1.0
                     c = tokens / mean_dec
                     if c >= dec:
@@ -180,19 +238,43 @@ class FluidFleet(LifecycleFacts):
                         dec, dec_len = 0.0, 0.0
                     gen_total += tokens
                     success += c
-            admitted_c[b + 1] = cum_adm
-            first_c[b + 1] = cum_first
+            for entry in self._drain_pool:  # draining replicas decode their own sequences
+                d_n, d_len, rate = entry[0], entry[1], entry[3]
+                if d_n <= 0:
+                    continue
+                steps = dt / (base + d_n * cd)
+                tokens = steps * d_n
+                c = steps * rate
+                if c >= d_n - 1e-6 or tokens >= d_len:
+                    tokens, c = d_len, d_n
+                entry[0] = d_n - c if d_n - c > 1e-9 else 0.0
+                entry[1] = d_len - tokens if entry[0] > 0 else 0.0
+                gen_total += tokens
+                success += c
+                if entry[0] <= 0:
+                    entry.append(t0 + dt)
+            sched_c[b + 1] = cum_a[b + 1] - waiting
+            extra[b] = step_extra
+            if n > 0:
+                # a prompt longer than what the decodes leave of the budget takes more steps, each with them
+                per_prompt[b] = cp + step0 / room if room > 0 else cp
             b += 1
         self._bin = b
         self.waiting, self.waiting_prompt, self.waiting_output = waiting, waiting_p, waiting_o
         self.prefill_output, self.decoding_length = pf_o, dec_len
         self.prefill_n, self.prefill_tokens, self.decoding = pf_n, pf_tok, dec
+        self.processed_tokens = done_x
         self.prompt_total, self.gen_total, self.success_total = prompt_total, gen_total, success
-        self.in_flight = waiting + pf_n + dec
+        self.in_flight = waiting + pf_n + dec + sum(e[0] for e in self._drain_pool)
         self.now = max(self.now, t_end)
-        while self._draining and self._draining[0][0] <= self.now:
-            t_gone, _, life = heapq.heappop(self._draining)
-            self.lifecycle.gone(life, t_gone)
+        if self._drain_pool:
+            keep = []
+            for entry in self._drain_pool:
+                if len(entry) > 4:  # drained: gone at the end of the bin that finished it
+                    self.lifecycle.gone(entry[2], entry[4])
+                else:
+                    keep.append(entry)
+            self._drain_pool = keep
         self._placed_late()
 
     def set_target(self, replicas: int, t: float) -> None:
@@ -214,21 +296,33 @@ class FluidFleet(LifecycleFacts):
                 life = self._starting.pop()
                 self.lifecycle.cancel(life, t)
             else:
+                # the replica's share of the decoding sequences finishes on it; its share of the requests in
+                # prefill or waiting goes back to the others (the request-level fleet re-routes its waiting
+                # requests; a partial prefill there finishes first, a step's worth, which is neglected here)
                 life = self._ready_lives.pop()
+                share = 1.0 / self.ready
+                d_n, d_len = self.decoding * share, self.decoding_length * share
+                self.decoding -= d_n
+                self.decoding_length -= d_len
                 self.ready -= 1
-                heapq.heappush(self._draining, (t + self._drain_estimate(), life.rid, life))
+                if d_n > 1e-9:
+                    # remaining lengths taken as uniform on [0, 2 × mean]: a constant completion rate per step,
+                    # so the replica is empty after twice the mean remaining length (not a geometric tail)
+                    self._drain_pool.append([d_n, d_len, life, d_n * d_n / (2.0 * max(d_len, 1.0))])
+                else:
+                    self.lifecycle.gone(life, t)
             active -= 1
         self._placed_late()
 
     def replica_counts(self, t: float) -> ReplicaCounts:
         return ReplicaCounts(desired=self.target, ready=self.ready,
                              starting=self.lifecycle.starting_view(self._starting, t),
-                             terminating=len(self._draining))
+                             terminating=len(self._drain_pool))
 
     def scrape(self, t: float) -> FleetSample:
         self.advance(t)
-        n = self.ready + len(self._draining)
-        running = self.prefill_n + self.decoding
+        n = self.ready + len(self._drain_pool)
+        running = self.prefill_n + self.decoding + sum(e[0] for e in self._drain_pool)
         return FleetSample(
             time=t, prompt_tokens=self.prompt_total, generation_tokens=self.gen_total,
             request_success=self.success_total, queue_time_counts=tuple(self.queue_h.counts),
@@ -248,18 +342,27 @@ class FluidFleet(LifecycleFacts):
         pts = np.asarray(_COHORT_POINTS)
         k = cum_a[:nb, None] + counts[:, None] * pts[None, :]  # [bins, points]
         arrive = edges[:nb, None] + pts[None, :] * self.dt
-        first_at = np.interp(k, self._first, edges)
-        first_at[k > self._first[-1] + 1e-6] = np.inf
-        admit_at = np.interp(k, self._admitted, edges)
-        admit_at[k > self._admitted[-1] + 1e-6] = np.inf
-        wait = np.maximum(0.0, first_at - arrive)
-        with np.errstate(invalid="ignore"):
-            budget_tokens = (slo_ttft_seconds - wait) * self.serving.prefill_tokens_per_second
+        sched = self._sched
+        sched_at = np.interp(k, sched, edges)
+        sched_at[k > sched[-1] + 1e-6] = np.inf
+        queue = np.maximum(0.0, sched_at - arrive) + 0.5 * self._base  # + the step in flight (≥ a bare step)
+        # after it is scheduled: the rest of the step in flight and its own step (the decodes beside it and
+        # its prompt), taken at the bin it arrived in
+        wait = queue + self._extra[:nb, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            budget_tokens = (slo_ttft_seconds - wait) / self._per_prompt[:nb, None]
+            # saturated bins: the request's first token ends the step that carries its last chunk; every step
+            # is a full budget (the rest of the step in flight, then ceil(prompt / room) steps)
+            full, room = self._sat_step[:nb, None], self._sat_room[:nb, None]
+            sat = full > 0
+            steps_fit = np.floor((slo_ttft_seconds - queue - 0.5 * full) / np.where(sat, full, 1.0))
+            budget_tokens = np.where(sat, room * steps_fit, budget_tokens)
+            wait = np.where(sat, queue + 1.5 * full - self.mean_prompt * self._cp, wait)
         prompts = self.workload.prompt_sample
         return {
             "counts": counts,
             "wait": wait,
-            "queue": np.maximum(0.0, admit_at - arrive),
+            "queue": queue,
             "weights": np.repeat(counts[:, None] / len(pts), len(pts), axis=1),
             "ok_share": np.searchsorted(prompts, budget_tokens, side="right") / len(prompts),
         }
@@ -268,7 +371,7 @@ class FluidFleet(LifecycleFacts):
         c = self._cohorts(slo_ttft_seconds)
         counts, weights, ok_share = c["counts"], c["weights"], c["ok_share"]
         total = float(counts.sum())
-        ttft = (c["wait"] + self.mean_prompt / self.serving.prefill_tokens_per_second).ravel()
+        ttft = (c["wait"] + self.mean_prompt * self._cp).ravel()
         w = weights.ravel()
         per_min = max(1, round(60.0 / self.dt))
         miss = ((1.0 - ok_share) * weights).sum(axis=1)
@@ -299,7 +402,7 @@ class FluidFleet(LifecycleFacts):
         """Approximate p90 TTFT per `step` of arrivals (the slowest cohort point, plus mean prefill)."""
         c = self._cohorts(float("inf"))
         per = max(1, round(step / self.dt))
-        w = c["wait"].max(axis=1) + self.mean_prompt / self.serving.prefill_tokens_per_second
+        w = c["wait"].max(axis=1) + self.mean_prompt * self._cp
         n = -(-len(w) // per)
         w = np.pad(w, (0, n * per - len(w)), constant_values=np.nan).reshape(n, per)
         with np.errstate(all="ignore"):
@@ -320,12 +423,16 @@ class FluidFleet(LifecycleFacts):
                 heapq.heappush(self._ready_heap, (life.ready_at, life.rid, life))
         placed.clear()
 
-    def _drain_estimate(self) -> float:
-        """Seconds for a removed replica's running sequences to finish: about one mean decode length."""
-        if self.ready <= 0 or self.decoding <= 0:
-            return 0.0
-        batch = self.decoding / max(1, self.ready)
-        return self.mean_decode * self.serving.itl(batch)
+
+def _interp(xs: list[float], ys: list[float], x: float) -> float:
+    """np.interp for one point on lists (xs non-decreasing)."""
+    i = bisect_left(xs, x)
+    if i <= 0:
+        return ys[0]
+    if i >= len(xs):
+        return ys[-1]
+    x0, x1 = xs[i - 1], xs[i]
+    return ys[i] if x1 <= x0 else ys[i - 1] + (ys[i] - ys[i - 1]) * (x - x0) / (x1 - x0)
 
 
 def _inverse(cum: list[float], k: float, dt: float) -> float:

@@ -1,13 +1,11 @@
 """Replica performance, cold-start and cluster profiles: what the simulated fleet is made of.
 
-**Serving profile** (default: Llama-3.1-8B-Instruct, bf16, one H100 SXM, vLLM). Estimates to calibrate,
-from docs/benchmark-protocol.md §2:
-- prefill ~15,000 tokens/s (compute-bound: ~2·8e9 FLOP per token at ~40% of 989 TFLOP/s dense bf16);
-- decode inter-token latency ITL = 7 ms + 0.15 ms × batch (memory-bound: 16 GB of weights read per step
-  at ~3.35 TB/s ≈ 5 ms plus overhead; the per-sequence term is KV reads and sampling);
-- KV-cache budget ~400,000 tokens: (80 GB − 16 GB weights − activations) at 128 KiB per token
-  (32 layers × 8 KV heads × 128 dims × 2 (K, V) × 2 bytes, GQA-8);
-- at most 256 running sequences (vLLM `max_num_seqs` default).
+**Serving profile** (default: Llama-3.1-8B-Instruct, bf16, one H100 SXM 80 GB, vLLM V1 with the OpenAI
+server's defaults). The engine follows vLLM's scheduler step by step (`simulations.engine_step`); one step
+lasts `itl_base_seconds + prefill tokens / prefill_tokens_per_second + decode tokens ·
+(1 / prefill_tokens_per_second + itl_per_sequence_seconds) + context tokens read by the decodes ·
+kv_read_seconds_per_token + prefill (query, key) pairs · attention_seconds_per_token_pair`. Where each
+number comes from: docs/vllm-replica-model.md.
 
 **Cold-start profiles** (docs/cold-start.md, "Simulation profiles", and the figures cited there): median seconds per
 stage; each draw is lognormal around the median with sigma `spread` (default 0.25).
@@ -23,7 +21,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ColdStartName = Literal["warm", "typical", "cold"]
 COLD_START_NAMES: tuple[str, ...] = ("warm", "typical", "cold")
@@ -34,17 +32,35 @@ class _Model(BaseModel):
 
 
 class ServingProfile(_Model):
-    """Continuous batching on one replica."""
+    """One replica: vLLM's scheduler limits, the KV cache and the step-time model."""
 
-    prefill_tokens_per_second: float = Field(15000.0, gt=0)
-    itl_base_seconds: float = Field(0.007, gt=0, description="decode step time at batch 0")
-    itl_per_sequence_seconds: float = Field(0.00015, ge=0, description="added per running sequence")
-    kv_cache_tokens: int = Field(400_000, gt=0, description="KV-cache budget; caps the batch")
-    max_num_seqs: int = Field(256, gt=0, description="vLLM max_num_seqs")
+    prefill_tokens_per_second: float = Field(15000.0, gt=0, description="compute rate of scheduled tokens")
+    itl_base_seconds: float = Field(0.007, gt=0, description="step time with no tokens (weights read, launch)")
+    itl_per_sequence_seconds: float = Field(0.0, ge=0, description="extra per decoding sequence per step")
+    kv_read_seconds_per_token: float = Field(4.0e-8, ge=0, description="per context token a decode attends")
+    attention_seconds_per_token_pair: float = Field(
+        1.0e-12, ge=0, description="prefill attention per (query, key) token pair")
+    kv_cache_tokens: int = Field(400_000, gt=0, description="KV-cache capacity (num_gpu_blocks × block_size)")
+    block_size: int = Field(16, ge=1, description="vLLM KV-cache block size in tokens")
+    max_num_batched_tokens: int = Field(8192, ge=1, description="vLLM per-step token budget")
+    max_num_seqs: int = Field(1024, gt=0, description="vLLM max_num_seqs (running requests)")
     gpus_per_replica: int = Field(1, ge=1)
 
-    def itl(self, batch: float) -> float:
-        return self.itl_base_seconds + self.itl_per_sequence_seconds * batch
+    @model_validator(mode="after")
+    def _limits(self) -> ServingProfile:
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be ≥ max_num_seqs "
+                             f"({self.max_num_seqs}), as vLLM's SchedulerConfig requires")
+        return self
+
+    def decode_token_seconds(self, context_tokens: float = 1024.0) -> float:
+        """Marginal step time of one more decoding sequence with `context_tokens` in its KV cache."""
+        return (1.0 / self.prefill_tokens_per_second + self.itl_per_sequence_seconds
+                + context_tokens * self.kv_read_seconds_per_token)
+
+    def itl(self, batch: float, context_tokens: float = 1024.0) -> float:
+        """Decode-only step time with `batch` sequences of `context_tokens` each."""
+        return self.itl_base_seconds + batch * self.decode_token_seconds(context_tokens)
 
 
 class ColdStartProfile(_Model):

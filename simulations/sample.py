@@ -19,3 +19,4 @@ class FleetSample:
     waiting: float
     kv_cache_usage: float  # mean over those replicas, 0..1
     reporting_replicas: int  # replicas with metrics (HPA divides per-pod metrics by this)
+    preemptions: float = 0.0  # cumulative vllm:num_preemptions_total over the fleet

@@ -27,6 +27,10 @@ class Trace:
     prompt_tokens: np.ndarray  # int64 ≥ 1
     output_tokens: np.ndarray  # int64 ≥ 1
     start_epoch: float  # unix seconds of t = 0 (used for time-of-day floors)
+    # Per request, the hashes of its prompt's full KV blocks in order (Mooncake `hash_ids`): equal hashes at
+    # the head of two prompts mean a shared prefix, which vLLM's prefix cache does not recompute. None: the
+    # trace carries none (no prefix caching is simulated).
+    block_hashes: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.arrival_s)
@@ -39,6 +43,9 @@ class Trace:
             i = int(np.argmax(np.diff(self.arrival_s) < 0)) + 1
             raise SimulationInputError(self.name, "arrival", f"request {i} arrives before request {i - 1}",
                                        "sort the trace by timestamp")
+        if self.block_hashes is not None and len(self.block_hashes) != n:
+            raise SimulationInputError(self.name, "hash_ids", "one list of block hashes per request is needed",
+                                       "give every request its hash_ids (may be empty) or none at all")
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -68,14 +75,19 @@ class Trace:
         jitter = np.where(first, 0.0, rng.uniform(0.0, MAX_CLONE_JITTER_SECONDS, len(idx)))
         t = self.arrival_s[idx] + jitter
         order = np.argsort(t, kind="stable")
+        hashes = None
+        if self.block_hashes is not None:
+            src = idx[order].tolist()
+            hashes = tuple(self.block_hashes[j] for j in src)
         return Trace(f"{self.name}×{k:g}", t[order], self.prompt_tokens[idx][order],
-                     self.output_tokens[idx][order], self.start_epoch)
+                     self.output_tokens[idx][order], self.start_epoch, hashes)
 
     def window(self, start_s: float, end_s: float) -> Trace:
         """Requests with start ≤ arrival < end, re-based to start at 0."""
         lo, hi = np.searchsorted(self.arrival_s, [start_s, end_s])
+        hashes = self.block_hashes[lo:hi] if self.block_hashes is not None else None
         return Trace(self.name, self.arrival_s[lo:hi] - start_s, self.prompt_tokens[lo:hi],
-                     self.output_tokens[lo:hi], self.start_epoch + start_s)
+                     self.output_tokens[lo:hi], self.start_epoch + start_s, hashes)
 
     def binned(self, bin_seconds: float = 1.0) -> BinnedWorkload:
         nbins = int(np.floor(self.duration_seconds / bin_seconds)) + 1

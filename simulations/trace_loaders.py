@@ -208,6 +208,7 @@ def load_jsonl(path: str | Path, start_epoch: float = 0.0) -> Trace:
     t_list: list[float] = []
     prompt: list[int] = []
     out: list[int] = []
+    hashes: list[tuple[int, ...]] = []
     for line_no, line in enumerate(_read_text(p).splitlines(), start=1):
         if not line.strip():
             continue
@@ -232,11 +233,16 @@ def load_jsonl(path: str | Path, start_epoch: float = 0.0) -> Trace:
         t_list.append(ts / 1000.0)
         prompt.append(_positive_int(where, "input_length", obj["input_length"]))
         out.append(_positive_int(where, "output_length", obj["output_length"]))
+        ids = obj.get("hash_ids", [])
+        if not isinstance(ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
+            raise SimulationInputError(where, "hash_ids", "not a list of integers", "give block hashes as [1, 2]")
+        hashes.append(tuple(ids))
     if not t_list:
         raise SimulationInputError(str(p), "", "the file is empty", "one JSON object per request")
     t = np.asarray(t_list)
     return Trace(p.stem, t - t[0], np.asarray(prompt, dtype=np.int64), np.asarray(out, dtype=np.int64),
-                 start_epoch=start_epoch + float(t[0]))
+                 start_epoch=start_epoch + float(t[0]),
+                 block_hashes=tuple(hashes) if any(hashes) else None)  # Mooncake hash_ids: prefix caching
 
 
 def load_servegen_windows(source: str | Path) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:

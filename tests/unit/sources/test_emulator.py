@@ -204,3 +204,45 @@ def test_build_emulator_wires_the_simulator_fleet() -> None:
         assert b'model_name="x"' in (server.metrics_for(0) or b"")
     finally:
         server.stop()
+
+
+def _scraped(driver: FleetDriver, model: str = "m") -> tuple[float, float, float, float]:
+    """(waiting, running, queue-time observations, queue-time sum) summed over the replicas' /metrics text."""
+    from autoscaler.sources.engines import SignalName
+
+    waiting = running = count = total = 0.0
+    for r in driver.snapshot.replicas:
+        text = render(r, model=model, created=CREATED).decode()
+        m = read_pod_metrics(text, engine_metrics("vllm"), model)
+        waiting += m.gauges[SignalName.WAITING][0]
+        running += m.gauges[SignalName.RUNNING][0]
+        for line in text.splitlines():
+            if line.startswith("vllm:request_queue_time_seconds_count"):
+                count += float(line.rsplit(" ", 1)[1])
+            elif line.startswith("vllm:request_queue_time_seconds_sum"):
+                total += float(line.rsplit(" ", 1)[1])
+    return waiting, running, count, total
+
+
+def test_an_overload_shows_in_the_served_metrics_as_a_real_vllm_would() -> None:
+    """400 prompts of 1,000 tokens within a second on 2 replicas (prefill-bound for ~14 s): the scraped
+    num_requests_waiting is > 0 during the burst and queue time accumulates; idle before and after."""
+    n = 400
+    t = 20.0 + np.linspace(0.0, 1.0, n)
+    trace = Trace("burst", t, np.full(n, 1000), np.full(n, 200), 0.0)
+    clock = FakeClock()
+    fleet = RequestFleet(trace, ServingProfile(), COLD_START_PROFILES["warm"], initial_replicas=2)
+    d = FleetDriver(fleet, fixed_replicas(2), clock=clock)
+    seen: dict[float, tuple[float, float, float, float]] = {}
+    for _ in range(0, 120, 5):
+        clock.t += 5.0
+        d.step()
+        seen[d.snapshot.sim_time] = _scraped(d)
+    assert seen[15.0][:3] == (0.0, 0.0, 0.0)  # idle before the burst
+    during = [v for k, v in seen.items() if 21 <= k <= 30]
+    assert during and all(w > 0 and r > 0 for w, r, _, _ in during)
+    done = seen[120.0]
+    assert done[0] == 0 and done[1] == 0 and done[2] == n
+    assert done[3] / n > 2.0  # mean queue time: seconds in WAITING, as vllm:request_queue_time_seconds says
+    assert seen[110.0][2:] == seen[120.0][2:]  # idle: no new queue-time observations
+    assert fleet.replica_snapshots(120.0)[0].kv_cache_usage == 0.0

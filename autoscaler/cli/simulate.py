@@ -7,7 +7,6 @@ With no arguments it runs the built-in demo: a bundled 20-minute slice of the Az
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -74,7 +73,7 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
                           on_done=lambda r: bar.update(task, advance=1, description=f"done: {r.label}"))
     paths = write_reports(scenario, workload, results, out)
     if as_json:
-        click.echo(json.loads(json.dumps(None)) or paths["json"].read_text(encoding="utf-8"))
+        click.echo(paths["json"].read_text(encoding="utf-8"), nl=False)  # strict JSON (report.write_json)
         return
     print_results(console, f"{scenario.name} ({scenario.cold_start_profile.name} cold starts, "
                   f"TTFT SLO {scenario.slo.ttft_seconds:g} s)", results, scenario.slo.target_attainment)

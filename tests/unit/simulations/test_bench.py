@@ -86,7 +86,7 @@ def test_job_errors_survive_pickling() -> None:
     e = JobError("tiny: hpa search: ValueError: boom", "Traceback ...", user_error=False)
     back = pickle.loads(pickle.dumps(e))
     assert str(back) == "tiny: hpa search: ValueError: boom" and back.detail == "Traceback ..."
-    with pytest.raises(JobError, match="unknown key|no such scenario"):
+    with pytest.raises(JobError, match="no such scenario"):
         run_job(Job("no-such-scenario", "static", "search", (), True, default_policy_file()))
 
 
@@ -134,7 +134,8 @@ def test_headline_reports_a_loss_and_flags_an_oracle_that_is_not_a_bound() -> No
     md = markdown([row], recs, "inference-autoscaler bench --quick", True, 60.0)
     assert "**loss**: 1.20× static" in md and "not a bound" in md and "✗ 80.0%" in md
     summary = readme_summary([row], "inference-autoscaler bench --quick")
-    assert "costlier in 1: s (evaluation only) (1.20× static)" in summary and "cheaper than the cheapest tuned baseline in 0" in summary
+    assert "costlier in 1: s (evaluation only) (1.20× static)" in summary
+    assert "cheaper than the cheapest tuned baseline in 0" in summary
 
 
 def test_headline_gives_no_ratio_and_says_why_when_ours_misses() -> None:

@@ -50,6 +50,7 @@ def frontier_plot(scenario: str, records: Sequence[dict[str, Any]], path: Path) 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     lo_att = 100.0
@@ -73,13 +74,16 @@ def frontier_plot(scenario: str, records: Sequence[dict[str, Any]], path: Path) 
         if r["scenario"] == scenario and r["kind"] == "default":
             w = r["winner"]
             k = r["priors_scale"]
-            ax.scatter([w["gpu_hours"]], [100 * w["attainment"]], marker="*" if k == 1 else "^",
+            ax.scatter([w["gpu_hours"]], [100 * w["attainment"]], marker="*" if k == 1 else ("v" if k < 1 else "^"),
                        s=160 if k == 1 else 50, color=COLORS["ours"], edgecolor="black", zorder=5,
                        label="ours (default policy)" if k == 1 else f"ours, priors ×{k:g}")
             lo_att = min(lo_att, 100 * w["attainment"])
     ax.axhline(100 * TARGET, color="red", ls="--", lw=1)
     ax.set_ylim(max(0.0, min(lo_att, 95.0) - 2), 100.5)
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("GPU-hours (log)")
     ax.set_ylabel("requests within the TTFT SLO (%)")
     ax.set_title(f"{scenario}: attainment vs cost (dashed: the 99% target)")

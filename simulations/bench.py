@@ -359,5 +359,19 @@ def default_policy_file() -> str:
     return str(bundled_path("default-policy.yaml"))
 
 
-def command_line() -> str:
-    return " ".join(["inference-autoscaler", "bench", *sys.argv[2:]])
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command as recorded in reports: the options that shape results and documents, without
+    private output paths (`--json`, `--out`, `--from-json`)."""
+    args = list(sys.argv[2:] if argv is None else argv)
+    kept: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        name = a.split("=", 1)[0]
+        if name in ("--json", "--out", "--from-json"):
+            skip = "=" not in a
+            continue
+        kept.append(a)
+    return " ".join(["inference-autoscaler", "bench", *kept])

@@ -98,6 +98,10 @@ def frontier_plot(scenario: str, records: Sequence[dict[str, Any]], path: Path) 
 # ---------------------------------------------------------------- markdown
 
 
+def display(family: str) -> str:
+    return "ours (tuned)" if family == "ours_tuned" else family
+
+
 def _cell(f: dict[str, Any] | None, setting: bool = True) -> str:
     if f is None:
         return "–"
@@ -130,12 +134,14 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
              wall_seconds: float, plots: dict[str, str] | None = None) -> str:
     m = machine()
     runs = sum(r["runs"] for r in records)
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in records)
     lines = [
         "## Decision quality: cost to reach 99% TTFT-SLO attainment",
         "",
         f"Command: `{command}`  ",
         f"Machine: {m['cpus']} CPUs, Python {m['python']}; {len(records)} jobs, {runs} replays, "
-        f"{wall_seconds / 60:.1f} min wall." + (" Quick mode: shorter traces, coarser brackets for continuous "
+        f"{wall_seconds / 60:.1f} min wall on a shared machine, {cpu / 60:.1f} CPU-minutes in the jobs "
+        f"(≈ {cpu / 120:.1f} min on 2 idle cores)." + (" Quick mode: shorter traces, coarser brackets for continuous "
                                                  "knobs, fewer secondary settings." if quick else ""),
         "",
         "Each cell: GPU-hours of the cheapest setting found that keeps ≥ 99% of requests within the 2 s TTFT "
@@ -152,7 +158,7 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         f = row["families"]
         oracle = _cell(f.get("oracle"))
         if row["oracle_broken"]:
-            oracle += f" ⚠ **not a bound** (beaten by {', '.join(row['oracle_beaten_by'])})"
+            oracle += f" ⚠ **not a bound** (beaten by {', '.join(display(b) for b in row['oracle_beaten_by'])})"
         lines.append(
             f"| {row['scenario']} | {'yes' if row['scenario'] in TUNED_ON else 'no (evaluation only)'} | "
             f"{_cell(f.get('ours'), False)} | " + " | ".join(_cell(f.get(b)) for b in BASELINES)
@@ -183,10 +189,10 @@ def _notes(table: Sequence[dict[str, Any]]) -> list[str]:
             if f is None:
                 continue
             if f.get("monotone") is False:
-                out.append(f"- {row['scenario']} / {fam}: attainment was not monotone in the knob in at least "
+                out.append(f"- {row['scenario']} / {display(fam)}: attainment was not monotone in the knob in at least "
                            "one search; the cheapest visited point reaching 99% is reported.")
             if f.get("stopped_by") and not f["reached"]:
-                out.append(f"- {row['scenario']} / {fam}: {f['stopped_by']} (search bound), best "
+                out.append(f"- {row['scenario']} / {display(fam)}: {f['stopped_by']} (search bound), best "
                            f"{100 * f['attainment']:.1f}%.")
     return out
 

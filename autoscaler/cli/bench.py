@@ -7,12 +7,15 @@ it under `bench/`), `--readme FILE` (the "Results so far" section).
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import click
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -30,7 +33,7 @@ from simulations.bench import (
     run_jobs,
     write_markdown_section,
 )
-from simulations.bench_report import frontier_plot, markdown, readme_summary, verdict, write_runs
+from simulations.bench_report import display, frontier_plot, markdown, readme_summary, verdict, write_runs
 from simulations.errors import SimulationInputError
 from simulations.report import write_json
 from simulations.scenario import scenario_names
@@ -63,9 +66,20 @@ def _scales(text: str) -> tuple[float, ...]:
               help="rewrite this markdown file's decision-quality section (plots go to bench/ beside it)")
 @click.option("--readme", "readme_path", type=click.Path(dir_okay=False),
               help="rewrite this README's 'Results so far' section")
+@click.option("--from-json", "from_json", type=click.Path(dir_okay=False, exists=True),
+              help="render the table and documents from a previous --json instead of running")
 def bench(quick: bool, scenarios: str, policy_path: str | None, workers: int, priors_scales: str,
-          json_path: str | None, out_dir: str | None, doc_path: str | None, readme_path: str | None) -> None:
+          json_path: str | None, out_dir: str | None, doc_path: str | None, readme_path: str | None,
+          from_json: str | None) -> None:
     """Every scenario × (ours as shipped, and searched static/hpa/keda/kpa/oracle): cost to reach 99%."""
+    if from_json:
+        try:
+            saved = json.loads(Path(from_json).read_text(encoding="utf-8"))
+            records, wall, quick, command = saved["jobs"], saved["wall_seconds"], saved["quick"], saved["command"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise click.BadParameter(f"not a bench --json file ({e})", param_hint="--from-json") from None
+        _render(records, wall, quick, command, None, out_dir, doc_path, readme_path, 0)
+        return
     names = [s.strip() for s in scenarios.split(",") if s.strip()] or scenario_names()
     unknown = [n for n in names if n not in scenario_names() and not Path(n).is_file()]
     if unknown:
@@ -101,14 +115,22 @@ def bench(quick: bool, scenarios: str, policy_path: str | None, workers: int, pr
             err.print(e.detail, markup=False)
         raise click.ClickException(e.message) from None
     wall = time.perf_counter() - t0
+    _render(records, wall, quick, command_line(), json_path, out_dir, doc_path, readme_path, workers)
+
+
+def _render(records: list[dict[str, Any]], wall: float, quick: bool, command: str, json_path: str | None,
+            out_dir: str | None, doc_path: str | None, readme_path: str | None, workers: int) -> None:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     table = headline(records)
     _print_table(Console(), table, quick)
-    print(f"{len(jobs)} jobs, {sum(r['runs'] for r in records)} replays in {wall:.0f} s on "
-          f"{machine()['cpus']} CPUs ({workers} worker(s))")
-    command = command_line()
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in records)
+    print(f"{len(records)} jobs, {sum(r['runs'] for r in records)} replays in {wall:.0f} s wall"
+          + (f" ({workers} worker(s), {machine()['cpus']} CPUs)" if workers else "")
+          + f"; {cpu:.0f} CPU-seconds in the jobs")
     if json_path:
         write_json(Path(json_path), {"machine": machine(), "quick": quick, "command": command,
-                                     "wall_seconds": wall, "headline": table, "jobs": records})
+                                     "wall_seconds": wall, "cpu_seconds": cpu, "headline": table,
+                                     "jobs": records})
     if out_dir:
         paths = write_runs(Path(out_dir), records)
         for row in table:
@@ -128,11 +150,15 @@ def bench(quick: bool, scenarios: str, policy_path: str | None, workers: int, pr
         err.print(f"updated {readme_path}")
 
 
+def _short(x: float) -> str:
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
 def _print_table(console: Console, table: list[dict[str, Any]], quick: bool) -> None:
     out = Table(title=f"GPU-hours to keep 99% of requests within the TTFT SLO{' (quick)' if quick else ''}; "
-                "lower is better, ✗ = never reached (best attainment)")
-    for col in ("scenario", "ours", *BASELINES, "oracle", "ours/best"):
-        out.add_column(col, justify="left" if col == "scenario" else "right", no_wrap=col == "scenario")
+                "lower is better, ✗ = never reached (best attainment)", box=box.SIMPLE_HEAD, padding=(0, 1))
+    for col in ("scenario", "ours", *BASELINES, "oracle", "÷best"):
+        out.add_column(col, justify="left" if col == "scenario" else "right", no_wrap=True)
     for row in table:
         f = row["families"]
 
@@ -140,17 +166,18 @@ def _print_table(console: Console, table: list[dict[str, Any]], quick: bool) -> 
             v = f.get(name)
             if v is None:
                 return "–"
-            return f"{v['gpu_hours']:.2f}" if v["reached"] else f"[red]✗ {100 * v['attainment']:.1f}%[/]"
+            return _short(v["gpu_hours"]) if v["reached"] else f"[red]✗{math.floor(100 * v['attainment']):.0f}%[/]"
 
         rb = row["ours_over_best_baseline"]
-        oracle = cell("oracle") + (" [red]⚠[/]" if row["oracle_broken"] else "")
+        oracle = cell("oracle") + ("[red]⚠[/]" if row["oracle_broken"] else "")
         out.add_row(row["scenario"], *(cell(n) for n in ("ours", *BASELINES)), oracle,
                     f"{rb:.2f}" if rb is not None else "–")
     console.print(out)
+    console.print("÷best = ours / the cheapest tuned baseline (< 1: ours is cheaper)", highlight=False)
     for row in table:
         console.print(f"{row['scenario']}: {verdict(row).replace('**', '')}", highlight=False)
     if any(r["oracle_broken"] for r in table):
         console.print("⚠ = the oracle is not a lower bound there: "
-                      + "; ".join(f"{r['scenario']}: {', '.join(r['oracle_beaten_by'])}" for r in table
-                                  if r["oracle_broken"]))
+                      + "; ".join(f"{r['scenario']}: {', '.join(display(b) for b in r['oracle_beaten_by'])}"
+                                  for r in table if r["oracle_broken"]), highlight=False)
     sys.stdout.flush()

@@ -17,6 +17,7 @@ from simulations.bench import (
     Job,
     JobError,
     ScaleDownDelay,
+    command_line,
     default_policy_file,
     headline,
     jobs_for,
@@ -113,6 +114,16 @@ def test_bench_writes_nothing_without_doc_and_strict_json_and_plots_where_asked(
         assert "old" not in r and "## Next" in r and "scenarios" in r
         assert (Path(cwd) / "o" / "bench-runs.csv").exists()
         strict_loads((Path(cwd) / "o" / "bench-runs.json").read_text())
+        assert "b.json" not in text and "--out" not in text  # private output paths stay out of the docs
+        doc.unlink()
+        res = runner.invoke(main, ["bench", "--from-json", "b.json", "--doc", str(doc)])
+        assert res.exit_code == 0, res.output
+        assert doc.read_text().split("Machine:")[0] == text.split("Machine:")[0]  # same command and table
+
+
+def test_the_recorded_command_drops_private_output_paths() -> None:
+    assert command_line(["--quick", "--json", "/tmp/x.json", "--out=/tmp/o", "--doc", "docs/b.md"]) == \
+        "inference-autoscaler bench --quick --doc docs/b.md"
 
 
 def _rec(family: str, att: float, gpu: float, kind: str = "search", scale: float = 1.0,

@@ -23,19 +23,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from autoscaler.policy import PolicySpec
-from simulations.autoscalers.base import Autoscaler, Context
-from simulations.autoscalers.hpa import HpaBehavior
-from simulations.autoscalers.oracle import Oracle
 from simulations.autoscalers.ours import Ours
-from simulations.autoscalers.registry import make_baseline
 from simulations.errors import SimulationInputError
 from simulations.fidelity import fleet_mode
-from simulations.runner import oracle_need, run, run_oracle
+from simulations.runner import run
 from simulations.scenario import Scenario, build_workload, bundled_path, load_scenario
-from simulations.search import FAMILIES, Knob, Point, knobs_for, search
+from simulations.search import FAMILIES, Knob, Point, Secondary, knobs_for, replay, search, with_secondary
 from simulations.trace import BinnedWorkload, Trace
 
 BASELINES = ("static", "hpa", "keda", "kpa")
@@ -44,8 +38,6 @@ TARGET = 0.99
 PRIORS_SCALES = (0.7, 1.3)  # protocol rows: ours with every prior off by -30% / +30%
 MARK_START = "<!-- bench:decision-quality:start -->"
 MARK_END = "<!-- bench:decision-quality:end -->"
-
-Secondary = tuple[tuple[str, float], ...]
 
 
 class JobError(Exception):
@@ -108,61 +100,14 @@ def scaled_priors(spec: PolicySpec, k: float) -> PolicySpec:
     })
 
 
-class ScaleDownDelay:
-    """Knative's `scale-down-delay`: the decision is the maximum of the last `delay` seconds of decisions
-    (`autoscaler.go`, `delayWindow.Record` / `Current`)."""
-
-    def __init__(self, inner: Autoscaler, delay_seconds: float):
-        self.inner, self.delay = inner, delay_seconds
-        self.name, self.interval_seconds = inner.name, inner.interval_seconds
-        self._window: list[tuple[float, int]] = []
-
-    def initial_replicas(self, default: int) -> int:
-        return self.inner.initial_replicas(default)
-
-    def tick(self, now: float, ctx: Context) -> int | None:
-        d = self.inner.tick(now, ctx)
-        if d is None or self.delay <= 0:
-            return d
-        self._window = [(t, v) for t, v in self._window if t > now - self.delay] + [(now, d)]
-        return max(v for _, v in self._window)
-
-
-def build_autoscaler(family: str, value: float, secondary: Secondary, sc: Scenario,
-                     wl: Trace | BinnedWorkload, policy: PolicySpec) -> Autoscaler:
-    """The family's autoscaler at main-knob `value` with its secondary knobs applied."""
-    sec = dict(secondary)
-    if family == "ours":
-        return Ours(policy.model_copy(update={
-            "capacity": policy.capacity.model_copy(update={"target_utilization": value})}))
-    if family == "oracle":  # a plan at this headroom; `_run_record` repairs it where it misses
-        need = np.clip(oracle_need(sc, wl, utilisation=value), max(1, sc.min_replicas), sc.max_replicas)
-        return Oracle(need, sc.min_replicas)
-    a: Autoscaler = make_baseline(family, value)
-    if "down_window" in sec and hasattr(a, "behavior"):
-        a.behavior = HpaBehavior(down_window_seconds=sec["down_window"])
-    if sec.get("scale_down_delay"):
-        a = ScaleDownDelay(a, sec["scale_down_delay"])
-    return a
-
-
-def _with_secondary(sc: Scenario, secondary: Secondary) -> Scenario:
-    sec = dict(secondary)
-    if "min_replicas" not in sec:
-        return sc
-    m = int(sec["min_replicas"])
-    return sc.model_copy(update={"min_replicas": m, "initial_replicas": max(m, sc.initial_replicas)})
-
-
 def _run_record(job: Job, knob: Knob | None, value: float | None, sc: Scenario, wl: Trace | BinnedWorkload,
-                auto: Autoscaler) -> dict[str, Any]:
+                policy: PolicySpec) -> dict[str, Any]:
     main = [knob.label(value)] if knob is not None and value is not None else []
     label = ", ".join(main + [f"{k}={v:g}" for k, v in job.secondary])
-    if job.family == "oracle" and value is not None:
-        res = run_oracle(sc, wl, utilisation=value, target=TARGET)
-        res.setting = label
+    if value is None:  # ours as shipped
+        res = run(sc, wl, Ours(policy), label)
     else:
-        res = run(sc, wl, auto, label)
+        res = replay(job.family, value, job.secondary, sc, wl, policy, label, TARGET)
     return {**res.to_dict(), "value": value}
 
 
@@ -186,13 +131,13 @@ def _run_job(job: Job) -> dict[str, Any]:
     base = load_scenario(job.scenario)
     mode = fleet_mode(base.fidelity, job.family)
     sc0, wl = _load(job.scenario, job.quick, mode)
-    sc = _with_secondary(sc0, job.secondary)
+    sc = with_secondary(sc0, job.secondary)
     policy = scaled_priors(_policy(job.policy_file), job.priors_scale)
     record: dict[str, Any] = {"scenario": sc.name, "family": job.family, "kind": job.kind,
                               "secondary": dict(job.secondary), "priors_scale": job.priors_scale,
                               "fleet_mode": mode, "quick": job.quick}
     if job.kind == "default":
-        r = _run_record(job, None, None, sc, wl, Ours(policy))
+        r = _run_record(job, None, None, sc, wl, policy)
         record.update(points=[r], winner=r, reached=r["attainment"] >= TARGET, knob=None, exact=None,
                       monotone=None, violations=[], stopped_by="")
     else:
@@ -200,7 +145,7 @@ def _run_job(job: Job) -> dict[str, Any]:
         assert knob is not None
 
         def evaluate(v: float) -> Point:
-            r = _run_record(job, knob, v, sc, wl, build_autoscaler(job.family, v, job.secondary, sc, wl, policy))
+            r = _run_record(job, knob, v, sc, wl, policy)
             return Point(v, r["attainment"], r["gpu_hours"], r)
 
         start = float(sc.initial_replicas) if job.family == "static" else None

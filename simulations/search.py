@@ -1,10 +1,11 @@
 """Exact searches (protocol §4): each family's cheapest setting that reaches the SLO target.
 
 A family has one main knob, searched, and a few behaviour knobs an operator would tune for multi-minute
-cold starts, crossed (one search per combination). The table `FAMILIES` is the one place that says, per
-family, the knob's name, bounds, which direction is cheaper, where the search starts and the secondary
-candidates; `knobs_for` is what the bench reads, so the table can later come from the baselines'
-registry without touching the bench.
+cold starts, crossed (one search per combination). This module is the one place that knows the
+families' knobs: the table `FAMILIES` (knob name, bounds, which direction is cheaper, where the search
+starts, the secondary candidates) and the adapter that builds and replays a family at a setting
+(`build_autoscaler`, `replay`, `with_secondary`). The bench reads only `knobs_for` and `replay`, so both
+can later come from the baselines' registry without touching the bench.
 
 The search (`search`) is pure: it is given `evaluate(value) -> Point` and calls it as few times as it can.
 1. Start at the knob's usual value. If that reaches the target, step towards cheaper (halve replicas,
@@ -31,7 +32,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
+from autoscaler.policy import PolicySpec
+from simulations.autoscalers.base import Autoscaler, Context
+from simulations.autoscalers.hpa import HpaBehavior
+from simulations.autoscalers.oracle import Oracle
+from simulations.autoscalers.ours import Ours
+from simulations.autoscalers.registry import make_baseline
+from simulations.runner import RunResult, oracle_need, run, run_oracle
+from simulations.scenario import Scenario
+from simulations.trace import BinnedWorkload, Trace
+
 SecondaryValues = tuple[tuple[str, tuple[float, ...]], ...]
+Secondary = tuple[tuple[str, float], ...]
 
 
 @dataclass(frozen=True)
@@ -117,6 +131,68 @@ FAMILIES: dict[str, Family] = {
     "oracle": Family(Knob("utilisation", 0.3, 1.0, 0.85, "higher", log=False, tol=0.02)),
 }
 QUICK_TOL_FACTOR = 3.0  # bench --quick: brackets this many times wider (static stays exact)
+
+
+# ---------------------------------------------------------------- the adapter: building a family's policy
+# (with FAMILIES above, the one place that knows each family's knobs; the baselines' registry can take over)
+
+
+class ScaleDownDelay:
+    """Knative's `scale-down-delay`: the decision is the maximum of the last `delay` seconds of decisions
+    (`autoscaler.go`, `delayWindow.Record` / `Current`)."""
+
+    def __init__(self, inner: Autoscaler, delay_seconds: float):
+        self.inner, self.delay = inner, delay_seconds
+        self.name, self.interval_seconds = inner.name, inner.interval_seconds
+        self._window: list[tuple[float, int]] = []
+
+    def initial_replicas(self, default: int) -> int:
+        return self.inner.initial_replicas(default)
+
+    def tick(self, now: float, ctx: Context) -> int | None:
+        d = self.inner.tick(now, ctx)
+        if d is None or self.delay <= 0:
+            return d
+        self._window = [(t, v) for t, v in self._window if t > now - self.delay] + [(now, d)]
+        return max(v for _, v in self._window)
+
+
+def build_autoscaler(family: str, value: float, secondary: Secondary, sc: Scenario,
+                     wl: Trace | BinnedWorkload, policy: PolicySpec) -> Autoscaler:
+    """The family's autoscaler at main-knob `value` with its secondary knobs applied."""
+    sec = dict(secondary)
+    if family == "ours":
+        return Ours(policy.model_copy(update={
+            "capacity": policy.capacity.model_copy(update={"target_utilization": value})}))
+    if family == "oracle":  # a plan at this headroom (`replay` repairs it where it misses)
+        need = np.clip(oracle_need(sc, wl, utilisation=value), max(1, sc.min_replicas), sc.max_replicas)
+        return Oracle(need, sc.min_replicas)
+    a: Autoscaler = make_baseline(family, value)
+    if "down_window" in sec and hasattr(a, "behavior"):
+        a.behavior = HpaBehavior(down_window_seconds=sec["down_window"])
+    if sec.get("scale_down_delay"):
+        a = ScaleDownDelay(a, sec["scale_down_delay"])
+    return a
+
+
+def replay(family: str, value: float, secondary: Secondary, sc: Scenario, wl: Trace | BinnedWorkload,
+           policy: PolicySpec, label: str, target: float) -> RunResult:
+    """One replay of the family at `value`. The oracle's plan is repaired where it misses (until `target`)."""
+    if family == "oracle":
+        res = run_oracle(sc, wl, utilisation=value, target=target)
+        res.setting = label
+        return res
+    return run(sc, wl, build_autoscaler(family, value, secondary, sc, wl, policy), label)
+
+
+def with_secondary(sc: Scenario, secondary: Secondary) -> Scenario:
+    """The scenario with the secondary knobs that live there (min replicas) applied."""
+    sec = dict(secondary)
+    if "min_replicas" not in sec:
+        return sc
+    m = int(sec["min_replicas"])
+    return sc.model_copy(update={"min_replicas": m, "initial_replicas": max(m, sc.initial_replicas)})
+
 
 
 def knobs_for(family: str, quick: bool) -> tuple[Knob | None, list[tuple[tuple[str, float], ...]]]:

@@ -16,7 +16,6 @@ from autoscaler.policy_loader import load_policy_file
 from simulations.bench import (
     Job,
     JobError,
-    ScaleDownDelay,
     command_line,
     default_policy_file,
     headline,
@@ -26,6 +25,7 @@ from simulations.bench import (
     scaled_priors,
 )
 from simulations.bench_report import markdown, readme_summary
+from simulations.search import ScaleDownDelay
 
 TINY = """name: tiny
 trace: {format: azure, path: "bundled:azure_code_slice.csv", limit_seconds: 600}

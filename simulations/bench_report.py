@@ -169,6 +169,7 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
             f"{_cell(f.get('ours'), False)} | " + " | ".join(_cell(f.get(b)) for b in BASELINES)
             + f" | {oracle} | {_ratio(row['ours_over_best_baseline'])} | {_ratio(row['ours_over_oracle'])} | "
             f"{verdict(row)} |")
+    lines += ["", "Fleet model per scenario and family (`simulations.fidelity.fleet_mode`): " + _modes(records) + "."]
     exact = [row["scenario"] for row in table
              if (row["families"].get("static") or {}).get("reached") and row["families"]["static"].get("exact")]
     if exact:
@@ -190,6 +191,20 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         lines += [f"![{name} frontier]({rel})" for name, rel in plots.items()]
     lines.append("")
     return "\n".join(lines)
+
+
+def _modes(records: Sequence[dict[str, Any]]) -> str:
+    out = []
+    for name in dict.fromkeys(r["scenario"] for r in records):
+        modes: dict[str, list[str]] = {}
+        for r in records:
+            if r["scenario"] == name and r["family"] not in modes.get(r["fleet_mode"], []):
+                modes.setdefault(r["fleet_mode"], []).append(r["family"])
+        if len(modes) == 1:
+            out.append(f"{name} {next(iter(modes))}")
+        else:
+            out.append(f"{name} " + ", ".join(f"{m} ({', '.join(f)})" for m, f in modes.items()))
+    return "; ".join(out)
 
 
 def _notes(table: Sequence[dict[str, Any]]) -> list[str]:

@@ -130,7 +130,8 @@ def _rec(family: str, att: float, gpu: float, kind: str = "search", scale: float
          setting: str = "") -> dict[str, Any]:
     w = {"attainment": att, "gpu_hours": gpu, "setting": setting, "value": 1.0}
     return {"scenario": "s", "family": family, "kind": kind, "secondary": {}, "priors_scale": scale,
-            "winner": w, "points": [w], "runs": 1, "exact": True, "monotone": True, "stopped_by": ""}
+            "fleet_mode": "fluid", "winner": w, "points": [w], "runs": 1, "exact": True, "monotone": True,
+            "stopped_by": ""}
 
 
 def test_headline_reports_a_loss_and_flags_an_oracle_that_is_not_a_bound() -> None:

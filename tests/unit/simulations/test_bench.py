@@ -182,3 +182,27 @@ def test_priors_scale_multiplies_every_stated_prior() -> None:
     assert s.cold_start.warmup_seconds == pytest.approx(0.7 * spec.cold_start.warmup_seconds)
     assert s.cold_start.node_provisioning_seconds == pytest.approx(0.7 * spec.cold_start.node_provisioning_seconds)
     assert s.capacity.target_utilization == spec.capacity.target_utilization
+
+
+def test_every_default_prior_is_a_cited_value_not_a_simulator_constant() -> None:
+    from simulations.profiles import COLD_START_PROFILES, ServingProfile
+
+    spec = load_policy_file(default_policy_file())[0].spec
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "priors.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line.split("|")[2].strip().replace(",", "")
+            for line in doc.splitlines() if line.startswith("| `")}
+    stated = {"promptTokensPerSecond": spec.capacity.prompt_tokens_per_second,
+              "generationTokensPerSecond": spec.capacity.generation_tokens_per_second,
+              "schedulingSeconds": spec.cold_start.scheduling_seconds,
+              "nodeProvisioningSeconds": spec.cold_start.node_provisioning_seconds,
+              "imagePullSeconds": spec.cold_start.image_pull_seconds,
+              "weightLoadSeconds": spec.cold_start.weight_load_seconds,
+              "warmupSeconds": spec.cold_start.warmup_seconds}
+    for name, value in stated.items():
+        assert float(rows[name]) == value, f"{name}: policy {value}, docs/priors.md {rows.get(name)}"
+    sim = ServingProfile()
+    assert spec.capacity.prompt_tokens_per_second != sim.prefill_tokens_per_second
+    typical = COLD_START_PROFILES["typical"]
+    assert (spec.cold_start.node_provisioning_seconds, spec.cold_start.weight_load_seconds,
+            spec.cold_start.warmup_seconds) != (typical.node_provisioning_seconds, typical.weight_load_seconds,
+                                                typical.warmup_seconds)

@@ -260,10 +260,6 @@ def headline(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"scenario": name, "families": fams, "priors": priors,
                                "best_baseline": best_base[0] if best_base else None,
                                "ours_over_best_baseline": None, "ours_over_oracle": None, "room_captured": None}
-        if ours is None or not ours["reached"]:
-            row["ratio_reason"] = "ours (default policy) does not reach 99%"
-        elif best_base is None:
-            row["ratio_reason"] = "no tuned baseline reaches 99%"
         if ours and ours["reached"] and best_base:
             row["ours_over_best_baseline"] = ours["gpu_hours"] / best_base[1]["gpu_hours"]
         if ours and ours["reached"] and oracle and oracle["reached"]:
@@ -271,6 +267,17 @@ def headline(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if best_base and best_base[1]["gpu_hours"] > oracle["gpu_hours"]:
                 b, o = best_base[1]["gpu_hours"], oracle["gpu_hours"]
                 row["room_captured"] = (b - ours["gpu_hours"]) / (b - o)
+        ours_ok = bool(ours and ours["reached"])
+        reasons = {
+            "ours_over_best_baseline": "ours (default policy) does not reach 99%" if not ours_ok
+            else "no tuned baseline reaches 99%",
+            "ours_over_oracle": "ours (default policy) does not reach 99%" if not ours_ok
+            else "the oracle does not reach 99%",
+            "room_captured": "needs ours, a baseline and the oracle at 99%, the oracle cheaper than the baseline",
+        }
+        for key, why in reasons.items():
+            if row[key] is None:
+                row[f"{key}_null_reason"] = why
         # the oracle must bound everyone: flag any family (ours included) reaching the target cheaper
         beaten = [f for f, v in fams.items() if f != "oracle" and v is not None and v["reached"]
                   and (oracle is None or not oracle["reached"] or v["gpu_hours"] < oracle["gpu_hours"])]

@@ -146,14 +146,15 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         f"Command: `{command}`  ",
         f"Machine: {m['cpus']} CPUs, Python {m['python']}; {len(records)} jobs, {runs} replays, "
         f"{wall_seconds / 60:.1f} min wall on a shared machine, {cpu / 60:.1f} CPU-minutes in the jobs "
-        f"(≈ {cpu / 120:.1f} min on 2 idle cores)." + (" Quick mode: shorter traces, coarser brackets for continuous "
-                                                 "knobs, fewer secondary settings." if quick else ""),
+        f"(≈ {cpu / 120:.1f} min on 2 idle cores)."
+        + (" Quick mode: shorter traces, 30% brackets for continuous knobs, behaviour knobs at their defaults."
+           if quick else ""),
         "",
         "Each cell: GPU-hours of the cheapest setting found that keeps ≥ 99% of requests within the 2 s TTFT "
         "SLO (lower is better), with the setting; ✗ = nothing within the knob's bounds reached 99% (best "
         "attainment shown). Ours is the shipped default policy, untuned; every baseline's main knob is "
-        "searched by bisection and crossed with its behaviour knobs (see Protocol). Ratios below 1 are wins "
-        "for ours, above 1 losses.",
+        "searched by bisection" + ("" if quick else ", crossed with its behaviour knobs") + " (see the protocol "
+        "below). Ratios below 1 are wins for ours, above 1 losses.",
         "",
         "| scenario | tuned on? | ours (default) | static | hpa | keda | kpa | oracle | ours / cheapest "
         "baseline | ours / oracle | verdict |",

@@ -54,7 +54,7 @@ def _scales(text: str) -> tuple[float, ...]:
 
 
 @click.command("bench")
-@click.option("--quick", is_flag=True, help="shorter traces, coarser brackets, fewer secondary settings (CI)")
+@click.option("--quick", is_flag=True, help="shorter traces, coarser brackets, behaviour knobs at defaults (CI)")
 @click.option("--scenarios", default="", help="comma list of names or scenario YAML files (default: all)")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), help="policy YAML (default: the shipped one)")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))

@@ -1,69 +1,169 @@
-"""`inference-autoscaler bench`: the decision-quality benchmark over all scenarios (protocol §5)."""
+"""`inference-autoscaler bench`: the decision-quality benchmark over all scenarios (protocol §4–5).
+
+Prints the table; writes files only where asked: `--json FILE` (everything, strict JSON), `--out DIR`
+(every replay as CSV + JSON, and the frontier plots), `--doc FILE` (the markdown section, plots next to
+it under `bench/`), `--readme FILE` (the "Results so far" section).
+"""
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import click
+from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from autoscaler.policy_loader import PolicyError, load_policy_file
 from simulations.bench import (
+    BASELINES,
+    PRIORS_SCALES,
+    Job,
+    JobError,
     command_line,
     default_policy_file,
     headline,
     jobs_for,
     machine,
-    markdown,
     run_jobs,
     write_markdown_section,
 )
+from simulations.bench_report import display, frontier_plot, markdown, readme_summary, verdict, write_runs
 from simulations.errors import SimulationInputError
 from simulations.executors import RayUnavailable
 from simulations.report import write_json
 from simulations.scenario import scenario_names
 
+README_START = "<!-- bench:results-so-far:start -->"
+README_END = "<!-- bench:results-so-far:end -->"
+
+
+def _scales(text: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: write comma-separated factors, e.g. 0.7,1.3",
+                                 param_hint="--priors-scales") from None
+    if any(not v > 0 for v in vals):
+        raise click.BadParameter("factors must be > 0, e.g. 0.7,1.3", param_hint="--priors-scales")
+    return vals
+
 
 @click.command("bench")
-@click.option("--quick", is_flag=True, help="shorter traces and fewer sweep points (CI)")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="write all runs and the headline here")
-@click.option("--scenarios", default="", help="comma list (default: all)")
+@click.option("--quick", is_flag=True, help="shorter traces, coarser brackets, behaviour knobs at defaults (CI)")
+@click.option("--scenarios", default="", help="comma list of names or scenario YAML files (default: all)")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), help="policy YAML (default: the shipped one)")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--ray", "ray_address", metavar="ADDRESS",
               help="run on Ray (optional extra '.[ray]'): a cluster address, 'auto', or 'local' (see docs/ray.md)")
-@click.option("--doc", "doc_path", default="docs/benchmarks.md", show_default=True, type=click.Path(dir_okay=False),
-              help="markdown file whose decision-quality section is rewritten ('' to skip)")
-def bench(quick: bool, json_path: str | None, scenarios: str, policy_path: str | None, workers: int,
-          doc_path: str, ray_address: str | None) -> None:
-    """All scenarios × (ours, oracle, swept static/hpa/keda/kpa): cost to reach 99% SLO attainment."""
+@click.option("--priors-scales", default=",".join(f"{k:g}" for k in PRIORS_SCALES), show_default=True,
+              help="extra runs of ours with every prior multiplied by each factor ('' for none)")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="write every job and the table here")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="write every replay (CSV+JSON) and plots here")
+@click.option("--doc", "doc_path", type=click.Path(dir_okay=False),
+              help="rewrite this markdown file's decision-quality section (plots go to bench/ beside it)")
+@click.option("--readme", "readme_path", type=click.Path(dir_okay=False),
+              help="rewrite this README's 'Results so far' section")
+@click.option("--from-json", "from_json", type=click.Path(dir_okay=False, exists=True),
+              help="render the table and documents from a previous --json instead of running")
+def bench(quick: bool, scenarios: str, policy_path: str | None, workers: int, priors_scales: str,
+          json_path: str | None, out_dir: str | None, doc_path: str | None, readme_path: str | None,
+          from_json: str | None, ray_address: str | None) -> None:
+    """Every scenario × (ours as shipped, and searched static/hpa/keda/kpa/oracle): cost to reach 99%."""
+    if from_json:
+        try:
+            saved = json.loads(Path(from_json).read_text(encoding="utf-8"))
+            records, wall, quick, command = saved["jobs"], saved["wall_seconds"], saved["quick"], saved["command"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise click.BadParameter(f"not a bench --json file ({e})", param_hint="--from-json") from None
+        _render(records, wall, quick, command, None, out_dir, doc_path, readme_path, 0)
+        return
     names = [s.strip() for s in scenarios.split(",") if s.strip()] or scenario_names()
-    unknown = [n for n in names if n not in scenario_names()]
+    unknown = [n for n in names if n not in scenario_names() and not Path(n).is_file()]
     if unknown:
-        raise click.BadParameter(f"unknown scenario(s) {', '.join(unknown)}; use {', '.join(scenario_names())}",
-                                 param_hint="--scenarios")
+        raise click.BadParameter(f"unknown scenario(s) {', '.join(unknown)}; use {', '.join(scenario_names())} "
+                                 "or a YAML file", param_hint="--scenarios")
+    policy_file = policy_path or default_policy_file()
     try:
-        jobs = jobs_for(names, quick, policy_path or default_policy_file())
+        load_policy_file(policy_file)
+        jobs = jobs_for(names, quick, policy_file, _scales(priors_scales))
     except SimulationInputError as e:
         raise click.UsageError(str(e)) from None
-    console = Console()
+    except PolicyError as e:
+        raise click.UsageError(f"policy: {e}") from None
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     t0 = time.perf_counter()
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console, disable=not sys.stderr.isatty()) as bar:
-        task = bar.add_task("bench", total=len(jobs))
-        try:
-            rows = run_jobs(jobs, workers, ray_address=ray_address, on_done=lambda r: bar.update(
-                task, advance=1, description=f"{r['scenario']}: {r['policy']} {r['setting']}"))
-        except (SimulationInputError, RayUnavailable) as e:
-            raise click.UsageError(str(e)) from None
-    table = headline(rows)
-    out = Table(title=f"cost to reach 99% attainment (GPU-hours){' — quick' if quick else ''}")
-    for col in ("scenario", "ours", "static", "hpa", "keda", "kpa", "oracle", "ours/best", "ours/oracle"):
-        out.add_column(col, justify="left" if col == "scenario" else "right")
+    err.print(f"bench: {len(jobs)} jobs on {workers} worker(s){' (quick)' if quick else ''}")
+
+    done = [0]
+
+    def progress(i: int, job: Job, rec: dict[str, Any]) -> None:
+        done[0] += 1
+        w = rec["winner"]
+        err.print(f"[{done[0]}/{len(jobs)} {time.perf_counter() - t0:5.0f} s] {job.title}: "
+                  f"{w['setting'] or 'as shipped'} → {100 * w['attainment']:.2f}% at {w['gpu_hours']:.2f} GPU-h "
+                  f"({rec['runs']} runs, {rec['wall_seconds']:.0f} s)")
+
+    try:
+        records = run_jobs(jobs, workers, on_done=progress, ray_address=ray_address)
+    except RayUnavailable as e:
+        raise click.UsageError(str(e)) from None
+    except JobError as e:
+        if e.user_error:
+            raise click.UsageError(e.message) from None
+        if e.detail:
+            err.print(e.detail, markup=False)
+        raise click.ClickException(e.message) from None
+    wall = time.perf_counter() - t0
+    _render(records, wall, quick, command_line(), json_path, out_dir, doc_path, readme_path, workers)
+
+
+def _render(records: list[dict[str, Any]], wall: float, quick: bool, command: str, json_path: str | None,
+            out_dir: str | None, doc_path: str | None, readme_path: str | None, workers: int) -> None:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    table = headline(records)
+    _print_table(Console(), table, quick)
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in records)
+    print(f"{len(records)} jobs, {sum(r['runs'] for r in records)} replays in {wall:.0f} s wall"
+          + (f" ({workers} worker(s), {machine()['cpus']} CPUs)" if workers else "")
+          + f"; {cpu:.0f} CPU-seconds in the jobs")
+    if json_path:
+        write_json(Path(json_path), {"machine": machine(), "quick": quick, "command": command,
+                                     "wall_seconds": wall, "cpu_seconds": cpu, "headline": table,
+                                     "jobs": records})
+    if out_dir:
+        paths = write_runs(Path(out_dir), records)
+        for row in table:
+            paths.append(frontier_plot(row["scenario"], records, Path(out_dir) / f"{row['scenario']}-frontier.png"))
+        err.print(f"wrote {len(paths)} files to {out_dir}")
+    if doc_path:
+        doc = Path(doc_path)
+        plots = {}
+        for row in table:
+            rel = f"bench/{row['scenario']}-frontier.png"
+            frontier_plot(row["scenario"], records, doc.parent / rel)
+            plots[row["scenario"]] = rel
+        write_markdown_section(doc, markdown(table, records, command, quick, wall, plots))
+        err.print(f"updated {doc_path} and {len(plots)} plots in {doc.parent / 'bench'}")
+    if readme_path:
+        write_markdown_section(Path(readme_path), readme_summary(table, command), README_START, README_END)
+        err.print(f"updated {readme_path}")
+
+
+def _short(x: float) -> str:
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def _print_table(console: Console, table: list[dict[str, Any]], quick: bool) -> None:
+    out = Table(title=f"GPU-hours to keep 99% of requests within the TTFT SLO{' (quick)' if quick else ''}; "
+                "lower is better, ✗ = never reached (best attainment)", box=box.SIMPLE_HEAD, padding=(0, 1))
+    for col in ("scenario", "ours", *BASELINES, "oracle", "÷best"):
+        out.add_column(col, justify="left" if col == "scenario" else "right", no_wrap=True)
     for row in table:
         f = row["families"]
 
@@ -71,16 +171,18 @@ def bench(quick: bool, json_path: str | None, scenarios: str, policy_path: str |
             v = f.get(name)
             if v is None:
                 return "–"
-            return f"{v['gpu_hours']:.2f}" if v["reached"] else f"[red]✗ {100 * v['attainment']:.1f}%[/]"
+            return _short(v["gpu_hours"]) if v["reached"] else f"[red]✗{math.floor(100 * v['attainment']):.0f}%[/]"
 
-        rb, ro = row.get("ours_over_best_baseline"), row.get("ours_over_oracle")
-        out.add_row(row["scenario"], *(cell(n) for n in ("ours", "static", "hpa", "keda", "kpa", "oracle")),
-                    f"{rb:.2f}" if rb else "–", f"{ro:.2f}" if ro else "–")
+        rb = row["ours_over_best_baseline"]
+        oracle = cell("oracle") + ("[red]⚠[/]" if row["oracle_broken"] else "")
+        out.add_row(row["scenario"], *(cell(n) for n in ("ours", *BASELINES)), oracle,
+                    f"{rb:.2f}" if rb is not None else "–")
     console.print(out)
-    console.print(f"{len(jobs)} runs in {time.perf_counter() - t0:.0f} s on {machine()['cpus']} CPUs")
-    if json_path:
-        write_json(Path(json_path), {"machine": machine(), "quick": quick, "command": command_line(),
-                                     "headline": table, "runs": rows})
-    if doc_path:
-        write_markdown_section(Path(doc_path), markdown(table, command_line(), quick))
-        console.print(f"updated {doc_path}")
+    console.print("÷best = ours / the cheapest tuned baseline (< 1: ours is cheaper)", highlight=False)
+    for row in table:
+        console.print(f"{row['scenario']}: {verdict(row).replace('**', '')}", highlight=False)
+    if any(r["oracle_broken"] for r in table):
+        console.print("⚠ = the oracle is not a lower bound there: "
+                      + "; ".join(f"{r['scenario']}: {', '.join(display(b) for b in r['oracle_beaten_by'])}"
+                                  for r in table if r["oracle_broken"]), highlight=False)
+    sys.stdout.flush()

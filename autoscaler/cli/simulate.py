@@ -7,7 +7,6 @@ writes plots and an HTML report to ./out/demo.
 
 from __future__ import annotations
 
-import json
 import sys
 import textwrap
 from pathlib import Path
@@ -81,7 +80,7 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
                           on_done=lambda r: bar.update(task, advance=1, description=f"done: {r.label}"))
     paths = write_reports(scenario, workload, results, out)
     if as_json:
-        click.echo(json.loads(json.dumps(None)) or paths["json"].read_text(encoding="utf-8"))
+        click.echo(paths["json"].read_text(encoding="utf-8"), nl=False)  # strict JSON (report.write_json)
         return
     click.echo(render(scenario, results))
     wrote = f"Wrote {paths['html']} (report with plots), {paths['json']} and {len(paths) - 2} PNG plots."

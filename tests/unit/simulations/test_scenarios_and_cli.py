@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from autoscaler.cli import main
-from simulations.bench import MARK_END, MARK_START, headline, write_markdown_section
+from simulations.bench import MARK_END, MARK_START, write_markdown_section
 from simulations.errors import SimulationInputError
 from simulations.scenario import bundled_path, load_scenario, parse_scenario, scenario_names
 
@@ -85,16 +85,3 @@ def test_bench_markdown_section_keeps_the_rest_of_the_file(tmp_path: Path) -> No
     fresh = tmp_path / "fresh.md"
     write_markdown_section(fresh, "x")
     assert MARK_START in fresh.read_text()
-
-
-def test_headline_takes_the_cheapest_setting_that_reaches_99_percent() -> None:
-    def row(policy: str, setting: str, att: float, gpu: float) -> dict:  # type: ignore[type-arg]
-        return {"scenario": "s", "policy": policy, "setting": setting, "attainment": att, "gpu_hours": gpu}
-
-    rows = [row("ours", "", 0.995, 10), row("oracle", "", 0.9995, 8), row("hpa", "t=8", 0.999, 20),
-            row("hpa", "t=16", 0.992, 15), row("hpa", "t=32", 0.95, 9), row("keda", "th=5", 0.9, 30)]
-    [h] = headline(rows)
-    assert h["families"]["hpa"]["gpu_hours"] == 15 and h["best_baseline"] == "hpa"
-    assert not h["families"]["keda"]["reached"]
-    assert h["ours_over_best_baseline"] == pytest.approx(10 / 15)
-    assert h["ours_over_oracle"] == pytest.approx(10 / 8)

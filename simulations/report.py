@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from autoscaler.strictjson import NULL_REASONS, dumps_strict, strict_json
 from simulations.runner import RunResult
 from simulations.scenario import Scenario, demand_replicas
 from simulations.trace import BinnedWorkload, Trace
@@ -45,60 +44,13 @@ def print_results(console: Console, title: str, results: Sequence[RunResult], sl
     console.print(results_table(title, results, slo_target))
 
 
+__all__ = ["NULL_REASONS", "dumps_strict", "strict_json", "write_json"]
+
+
 def write_json(path: Path, payload: Any) -> None:
     """Strict JSON (no Infinity/NaN: see `strict_json`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dumps_strict(payload) + "\n", encoding="utf-8")
-
-
-def dumps_strict(payload: Any, indent: int | None = 2) -> str:
-    return json.dumps(strict_json(payload), indent=indent, allow_nan=False)
-
-
-NULL_REASONS = {
-    "inf": "infinite: some requests were never served (or waited past the replay), so no finite value exists",
-    "-inf": "minus infinity: no finite value exists",
-    "nan": "undefined: there were no samples to compute it from",
-}
-
-
-def _kind(x: float) -> str:
-    return "nan" if x != x else ("inf" if x > 0 else "-inf")
-
-
-def strict_json(x: Any) -> Any:
-    """`x` with numpy types made plain and every non-finite float replaced by null; in a mapping, the
-    key `K` that became null gets a sibling `K_null_reason` saying why (JSON has no Infinity or NaN)."""
-    if isinstance(x, dict):
-        out: dict[str, Any] = {}
-        for k, v in x.items():
-            v = _plain(v)
-            if isinstance(v, float) and not math.isfinite(v):
-                out[str(k)] = None
-                out[f"{k}_null_reason"] = NULL_REASONS[_kind(v)]
-            else:
-                out[str(k)] = strict_json(v)
-        return out
-    if isinstance(x, (list, tuple)):
-        return [strict_json(v) for v in x]
-    x = _plain(x)
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, (dict, list, tuple)):
-        return strict_json(x)
-    if x is None or isinstance(x, (str, int, float, bool)):
-        return x
-    raise TypeError(f"not JSON serializable: {type(x).__name__}")
-
-
-def _plain(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, Path):
-        return str(x)
-    return x
 
 
 def plot_scenario(scenario: Scenario, workload: Trace | BinnedWorkload, results: Sequence[RunResult],

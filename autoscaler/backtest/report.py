@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
 from autoscaler.backtest.replay import BacktestResult
+from autoscaler.strictjson import dumps_strict
 
 
 def write_plot(result: BacktestResult, path: str | Path) -> Path:
@@ -79,7 +79,7 @@ def write_outputs(result: BacktestResult, out_dir: str | Path) -> dict[str, Path
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     summary = d / "backtest.json"
-    summary.write_text(json.dumps({
+    summary.write_text(dumps_strict({
         **result.summary(),
         "series": {
             "time": [float(x) for x in result.times],

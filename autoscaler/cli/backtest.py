@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime, timezone
 
 import click
+
+from autoscaler.strictjson import dumps_strict
 
 
 def parse_time(raw: str) -> float:
@@ -72,7 +73,7 @@ def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_s
     result = replay(policy, history)
     outputs = write_outputs(result, out_dir) if out_dir else {}
     if as_json:
-        click.echo(json.dumps({**result.summary(), "outputs": {k: str(v) for k, v in outputs.items()}}, indent=1))
+        click.echo(dumps_strict({**result.summary(), "outputs": {k: str(v) for k, v in outputs.items()}}, indent=1))
     else:
         click.echo(table(result))
         for kind, path in outputs.items():

@@ -6,7 +6,6 @@ baselines, forecasting through the same online API the controller uses (bands in
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import click
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autoscaler.strictjson import dumps_strict
 from forecasting.evaluate import DEFAULT_METHODS, MethodScore, rolling_origin
 from forecasting.series import SeriesError, load_series
 
@@ -70,7 +70,7 @@ def forecast_eval(
         )
     scores = rolling_origin(series.values, step, horizon, quantile, DEFAULT_METHODS, history_steps)
     if as_json:
-        click.echo(json.dumps(_as_json(series_path, series.column, step, history, scores), indent=2))
+        click.echo(dumps_strict(_as_json(series_path, series.column, step, history, scores), indent=2))
     else:
         _print_table(series_path, series.column, step, scores)
 

@@ -17,7 +17,6 @@ answers 400 or 404; nothing a client sends raises in the handler.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -29,6 +28,7 @@ from typing import Any
 from autoscaler.emulator.exposition import CONTENT_TYPE, render
 from autoscaler.emulator.fleet_driver import FleetDriver, Snapshot
 from autoscaler.httpserve import TEXT, BoundedHTTPServer, Response, text
+from autoscaler.strictjson import dumps_strict
 
 log = logging.getLogger("autoscaler.emulator")
 # Replica ids are small integers: at most 9 digits (int() of thousands of digits raises, or is slow).
@@ -105,7 +105,7 @@ class EmulatorServer:
             return
         self._last_ids = ids
         tmp = self.targets_file.with_suffix(self.targets_file.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.targets(snap)))
+        tmp.write_text(dumps_strict(self.targets(snap), indent=None))
         os.replace(tmp, self.targets_file)  # atomic: Prometheus never reads half a file
 
     def handle(self, target: str) -> Response:
@@ -120,9 +120,9 @@ class EmulatorServer:
                 return text(404, "replica not running")
             return Response(200, CONTENT_TYPE, body)
         if path == "/targets":
-            return Response(200, "application/json", json.dumps(self.targets()).encode())
+            return Response(200, "application/json", dumps_strict(self.targets(), indent=None).encode())
         if path == "/truth":
-            return Response(200, "application/json", json.dumps(self.truth()).encode())
+            return Response(200, "application/json", dumps_strict(self.truth(), indent=None).encode())
         if path == "/healthz":
             return text(200, "ok")
         if path == "/":

@@ -171,7 +171,7 @@ def add_gpu_node(kube: FakeKube, name: str = "gpu-1", gpus: int = 8) -> None:
             "status": {
                 "allocatable": {"nvidia.com/gpu": str(gpus)},
                 "conditions": [{"type": "Ready", "status": "True"}],
-                "images": [{"names": ["docker.io/vllm/vllm-openai:v0.6"], "sizeBytes": 1}],
+                "images": [{"names": ["vllm/vllm-openai:v0.6"], "sizeBytes": 1}],
             },
         },
         kind="Node",

@@ -175,7 +175,7 @@ def test_free_replica_slots_count_whole_replicas_per_fitting_node():
     }
     gpu_taint = [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
     nodes = [
-        node("a", 8, {"pool": "h100"}, gpu_taint, images=["docker.io/library/vllm:1"]),  # 3 used -> 5 free
+        node("a", 8, {"pool": "h100"}, gpu_taint, images=["vllm:1"]),  # 3 used -> 5 free
         node("b", 8, {"pool": "h100"}, [{"key": "other", "effect": "NoSchedule"}]),  # taint not tolerated
         node("c", 8, {"pool": "a10"}),  # wrong pool
         node("d", 8, {"pool": "h100"}, ready=False),

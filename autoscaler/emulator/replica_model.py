@@ -28,8 +28,8 @@ _EPS = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """A request as of `now`: tokens out so far, and when the next one is due if nothing else arrives
-    (None: not known yet, ask again soon)."""
+    """A request as of `now`: tokens out so far, and the earliest time its next token can be out (it may
+    turn out later: arrivals slow decode; None: not known, ask again soon)."""
 
     emitted: int
     output_tokens: int
@@ -102,9 +102,8 @@ class ServingProfileReplica:
             n = self.done[rid]
             return Progress(n, n, None, None)
         r = self.reqs[rid]
-        if r.first_at is None:
-            nxt = self.pf_end if self.pf and self.pf[0] == rid else None
-            return Progress(0, r.out, None, nxt)
+        if r.first_at is None:  # nothing about it changes before the replica's next event
+            return Progress(0, r.out, None, self._next_event())
         k = 1 + int(self.v - r.v0 + 1e-6)
         emitted = min(r.out, k)
         if self.pf:  # decode pauses while a prefill runs

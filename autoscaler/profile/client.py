@@ -60,11 +60,12 @@ def payload(ep: Endpoint, prompt: str, max_tokens: int) -> dict[str, Any]:
 
 
 async def timed_request(client: httpx.AsyncClient, ep: Endpoint, prompt: str, max_tokens: int,
-                        clock: Callable[[], float] = time.perf_counter) -> Result:
+                        clock: Callable[[], float] = time.perf_counter,
+                        on_first_token: Callable[[], None] | None = None) -> Result:
     t0 = clock()
     try:
-        return await asyncio.wait_for(_stream(client, ep, payload(ep, prompt, max_tokens), t0, clock),
-                                      ep.timeout_seconds)
+        return await asyncio.wait_for(
+            _stream(client, ep, payload(ep, prompt, max_tokens), t0, clock, on_first_token), ep.timeout_seconds)
     except (TimeoutError, asyncio.TimeoutError):
         return Result(t0, False, f"no complete answer within {ep.timeout_seconds:g} s")
     except httpx.HTTPError as e:
@@ -74,7 +75,7 @@ async def timed_request(client: httpx.AsyncClient, ep: Endpoint, prompt: str, ma
 
 
 async def _stream(client: httpx.AsyncClient, ep: Endpoint, body: dict[str, Any], t0: float,
-                  clock: Callable[[], float]) -> Result:
+                  clock: Callable[[], float], on_first_token: Callable[[], None] | None) -> Result:
     ttft: float | None = None
     events = 0
     prompt_tokens = completion_tokens = None
@@ -103,6 +104,8 @@ async def _stream(client: httpx.AsyncClient, ep: Endpoint, body: dict[str, Any],
                     events += 1
                     if ttft is None:
                         ttft = now - t0
+                        if on_first_token is not None:
+                            on_first_token()
                 if ev.prompt_tokens is not None:
                     prompt_tokens = ev.prompt_tokens
                 if ev.completion_tokens is not None:

@@ -37,12 +37,15 @@ class SLO:
             parts.append(f"queue time ≤ {self.queue_time_seconds:g} s")
         return " and ".join(parts) + f" for {self.quantile:.3g} of requests"
 
+    def deadline(self, idle_ttft: float) -> float:
+        """The TTFT within which a request meets the SLO."""
+        limits = [x for x in (self.ttft_seconds,
+                              None if self.queue_time_seconds is None else idle_ttft + self.queue_time_seconds)
+                  if x is not None]
+        return min(limits) if limits else float("inf")
+
     def met(self, r: Result, idle_ttft: float) -> bool:
-        if not r.ok or r.ttft is None:
-            return False
-        if self.ttft_seconds is not None and r.ttft > self.ttft_seconds:
-            return False
-        return self.queue_time_seconds is None or r.ttft - idle_ttft <= self.queue_time_seconds
+        return r.ok and r.ttft is not None and r.ttft <= self.deadline(idle_ttft)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,8 @@ def idle_ttft(results: Sequence[Result]) -> float:
 
 
 def summarise(rate: float, results: Sequence[Result], dropped: int, in_flight_seen: Sequence[int], slo: SLO,
-              idle: float) -> StageSummary:
+              idle: float, broke_early: bool = False) -> StageSummary:
+    """`broke_early`: the stage was stopped once its misses exceeded what the quantile allows."""
     n = len(results) + dropped
     ok = [r for r in results if r.ok and r.ttft is not None]
     met = sum(slo.met(r, idle) for r in results)
@@ -84,7 +88,7 @@ def summarise(rate: float, results: Sequence[Result], dropped: int, in_flight_se
         errors["dropped: the client's in-flight bound was reached"] = dropped
     return StageSummary(
         rate=rate, requests=n, completed=len(ok), dropped=dropped, attainment=attainment,
-        holds=n > 0 and attainment >= slo.quantile,
+        holds=n > 0 and attainment >= slo.quantile and not broke_early,
         ttft_p50=float(np.median(ttfts)) if len(ttfts) else None,
         ttft_at_quantile=float(np.quantile(ttfts, slo.quantile)) if len(ttfts) else None,
         itl_mean=float(np.mean(itls)) if itls else None,

@@ -23,7 +23,7 @@ from tests.unit.profile.emulator_proc import TEST_SERVING
 
 ROOT = Path(__file__).resolve().parents[3]
 PROMPT, OUTPUT, SLO_TTFT, QUANTILE = 400, 8, 2.0, 0.9
-SPEED = 10.0
+SPEED = 5.0
 
 
 def attainment(rate: float, seed: int, n: int = 20000) -> float:
@@ -75,9 +75,10 @@ def test_profile_finds_the_simulated_replicas_knee(emulator_url: str, tmp_path: 
     r = CliRunner().invoke(main, [
         "profile", "--url", emulator_url, "--prompt-tokens", str(PROMPT), "--output-tokens", str(OUTPUT),
         "--ttft", str(SLO_TTFT), "--quantile", str(QUANTILE), "--start-rate", "2", "--growth", "1.5",
-        "--refine-steps", "2", "--warmup", "10", "--stage-seconds", "40", "--time-scale", str(SPEED),
+        "--refine-steps", "3", "--warmup", "20", "--stage-seconds", "30", "--time-scale", str(SPEED),
         "--timeout", "60", "--out", str(out)])
     wall = time.monotonic() - t0
+    print(r.output)
     assert r.exit_code == 0, r.output
     text = out.read_text()
     knee = float(text.split("# knee ", 1)[1].split(" req/s", 1)[0])

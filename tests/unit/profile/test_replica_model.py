@@ -26,7 +26,8 @@ def test_first_tokens_match_the_fleet(serving: ServingProfile) -> None:
     fleet = RequestFleet(Trace("t", arr, prompt, out, 0.0), serving, COLD_START_PROFILES["warm"],
                          initial_replicas=1)
     fleet.advance(float(arr[-1]) + 10_000)
-    want = np.asarray(fleet._ttft)
+    fleet.outcome(2.0)  # fills fleet.ttft
+    want = np.asarray(fleet.ttft)
 
     model = ServingProfileReplica(serving)
     ids = []

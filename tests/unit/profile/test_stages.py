@@ -45,3 +45,14 @@ def test_the_slo_comes_from_the_policy() -> None:
 def test_an_empty_stage_does_not_hold() -> None:
     s = summarise(1.0, [], 0, [], SLO(), 0.0)
     assert not s.holds and s.ttft_p50 is None
+
+
+def test_the_deadline_is_the_tighter_objective() -> None:
+    both = SLO(ttft_seconds=2.0, queue_time_seconds=0.5, quantile=0.9)
+    assert both.deadline(1.0) == 1.5 and both.deadline(3.0) == 2.0
+    assert SLO(ttft_seconds=2.0).deadline(10.0) == 2.0
+
+
+def test_a_stage_stopped_early_never_holds() -> None:
+    s = summarise(1.0, [ok(0.1)] * 10, 0, [], SLO(2.0, None, 0.5), 0.0, broke_early=True)
+    assert s.attainment == 1.0 and not s.holds

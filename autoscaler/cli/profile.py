@@ -90,14 +90,16 @@ def _fmt(x: float | None, unit: str = "") -> str:
               help="server seconds per wall second: 1 for a real server, the emulator's --speed for it")
 @click.option("--vllm-hints/--no-vllm-hints", default=True, show_default=True,
               help="send ignore_eos and min_tokens so every answer is max_tokens long")
+@click.option("--api-key", envvar="OPENAI_API_KEY", default=None,
+              help="sent as 'Authorization: Bearer KEY' (vllm serve --api-key); default: $OPENAI_API_KEY")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="write the capacity YAML here")
 def profile(url: str, model: str | None, api: str, policy_file: str | None, ttft: float | None,
             queue_time: float | None, quantile: float | None, trace: str | None, prompt_tokens: float,
             output_tokens: float, prompt_sigma: float, output_sigma: float, start_rate: float, growth: float,
             max_rate: float, refine_steps: int, warmup: float, stage_seconds: float, max_in_flight: int,
-            timeout: float, max_response_bytes: int, time_scale: float, vllm_hints: bool, seed: int,
-            out_file: str | None) -> None:
+            timeout: float, max_response_bytes: int, time_scale: float, vllm_hints: bool, api_key: str | None,
+            seed: int, out_file: str | None) -> None:
     """Ramp the request rate on one replica until its SLO breaks; print the knee and the policy's
     `capacity` block (to --out, else stdout; everything else goes to stderr)."""
     from autoscaler.profile.knee import RampPlan
@@ -112,7 +114,7 @@ def profile(url: str, model: str | None, api: str, policy_file: str | None, ttft
         raise click.UsageError(str(e)) from None
     try:
         text = asyncio.run(_run(url.rstrip("/"), model or policy_model, api, slo, mix, plan, cfg,
-                                timeout / time_scale, max_response_bytes, vllm_hints))
+                                timeout / time_scale, max_response_bytes, vllm_hints, api_key))
     except KeyboardInterrupt:
         raise click.ClickException("interrupted: no knee") from None
     if out_file:
@@ -123,7 +125,7 @@ def profile(url: str, model: str | None, api: str, policy_file: str | None, ttft
 
 
 async def _run(url: str, model: str | None, api: str, slo: Any, mix: Any, plan: Any, cfg: Any,
-               timeout_wall: float, max_response_bytes: int, vllm_hints: bool) -> str:
+               timeout_wall: float, max_response_bytes: int, vllm_hints: bool, api_key: str | None) -> str:
     from dataclasses import replace
 
     import httpx
@@ -131,14 +133,16 @@ async def _run(url: str, model: str | None, api: str, slo: Any, mix: Any, plan: 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from autoscaler.profile.capacity_block import CapacityError, capacity_at_knee, capacity_yaml
-    from autoscaler.profile.client import Endpoint, served_model, tokens_per_word
+    from autoscaler.profile.client import Endpoint, served_model, timed_request, tokens_per_word
     from autoscaler.profile.prompts import WORDS
     from autoscaler.profile.ramp import Tick, ramp
     from autoscaler.profile.stages import StageSummary
 
     console = Console(stderr=True)
     limits = httpx.Limits(max_connections=cfg.max_in_flight + 8, max_keepalive_connections=cfg.max_in_flight)
-    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout_wall, connect=10.0)) as client:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout_wall, connect=10.0),
+                                 headers=headers) as client:
         if model is None:
             model = await served_model(client, url)
             if model is None:
@@ -149,6 +153,9 @@ async def _run(url: str, model: str | None, api: str, slo: Any, mix: Any, plan: 
                       + (f"prompts: {tpw:.2f} tokens/word by /tokenize" if tpw else
                          "prompts: 1 token/word assumed (no /tokenize)"))
         ep = Endpoint(url, model, api, timeout_wall, max_response_bytes, vllm_hints)  # type: ignore[arg-type]
+        probe = await timed_request(client, ep, " ".join(WORDS[:16]), 4)
+        if not probe.ok:
+            raise click.ClickException(f"a first request to {url} failed: {probe.error}")
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task("starting", total=1.0, info="")

@@ -12,9 +12,15 @@ kilobytes, never a thread:
 - handlers run on a fixed pool of `workers` threads (they may block: a registry's collect, a render);
 - a response must be taken by the client within `write_timeout_seconds`.
 
-Only GET and HEAD are served; a request with a body, a malformed request line or a handler that raises
+GET and HEAD are served; a request with a body, a malformed request line or a handler that raises
 gets a 4xx/5xx answer and the connection is closed. The handler sees the request target as sent
 (`/path?query`) and returns a `Response`.
+
+POST is served only when a `post_handler` is given (the emulator's OpenAI-compatible API): the body must
+have a Content-Length of at most `max_body_bytes` and arrive within `header_timeout_seconds`. The post
+handler is a coroutine run on the server's loop (it must not block; it may sleep) and may answer with a
+`StreamResponse`, sent with chunked transfer encoding, each chunk taken by the client within
+`write_timeout_seconds` (the handler bounds how many chunks it yields).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import contextlib
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -39,7 +45,18 @@ class Response:
     body: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class StreamResponse:
+    """A response whose body is produced over time (server-sent events): sent chunked."""
+
+    status: int
+    content_type: str
+    chunks: AsyncIterator[bytes]
+
+
 Handler = Callable[[str], Response]  # request target ("/path?query") -> response
+# (request target, body) -> response; a coroutine on the server's loop
+PostHandler = Callable[[str, bytes], Awaitable[Response | StreamResponse]]
 
 TEXT = "text/plain; charset=utf-8"
 
@@ -57,8 +74,9 @@ class _BadRequest(Exception):
         return type(self), (self.status, str(self))
 
 
-def _parse_head(head: bytes) -> tuple[str, str, bool]:
-    """(method, target, keep_alive) of a request head; _BadRequest when it cannot be served."""
+def _parse_head(head: bytes, max_body_bytes: int = 0) -> tuple[str, str, bool, int]:
+    """(method, target, keep_alive, body length) of a request head; _BadRequest when it cannot be served.
+    A body is accepted only on POST and only when `max_body_bytes` > 0."""
     try:
         lines = head.decode("latin-1").split("\r\n")
     except UnicodeDecodeError:  # latin-1 decodes every byte; kept for clarity
@@ -77,13 +95,29 @@ def _parse_head(head: bytes) -> tuple[str, str, bool]:
         if not sep:
             raise _BadRequest(400, "malformed header")
         headers[name.strip().lower()] = value.strip()
-    if headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers:
-        raise _BadRequest(400, "request bodies are not accepted")
-    if method not in ("GET", "HEAD"):
+    posting = method == "POST" and max_body_bytes > 0
+    if method not in ("GET", "HEAD") and not posting:
         raise _BadRequest(405, "only GET and HEAD")
+    length_field = headers.get("content-length", "0") or "0"
+    if "transfer-encoding" in headers:
+        raise _BadRequest(411 if posting else 400, "send the body with a Content-Length, not chunked")
+    if not length_field.isdigit() or len(length_field) > 12:
+        raise _BadRequest(400, "malformed Content-Length")
+    length = int(length_field)
+    if length and not posting:
+        raise _BadRequest(400, "request bodies are not accepted")
+    if length > max_body_bytes and posting:
+        raise _BadRequest(413, f"request body over {max_body_bytes} bytes")
     connection = headers.get("connection", "").lower()
     keep_alive = version == "HTTP/1.1" and connection != "close"
-    return method, target, keep_alive
+    return method, target, keep_alive, length
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
 
 
 class BoundedHTTPServer:
@@ -104,8 +138,12 @@ class BoundedHTTPServer:
         max_head_bytes: int = 8192,
         backlog: int = 1024,
         name: str = "http",
+        post_handler: PostHandler | None = None,
+        max_body_bytes: int = 1 << 20,
     ) -> None:
         self.handler = handler
+        self.post_handler = post_handler
+        self.max_body_bytes = max_body_bytes if post_handler is not None else 0
         self.max_connections = max_connections
         self.header_timeout_seconds = header_timeout_seconds
         self.idle_timeout_seconds = idle_timeout_seconds
@@ -190,12 +228,23 @@ class BoundedHTTPServer:
                 except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError):
                     return  # slow, half-open or gone: close without an answer
                 try:
-                    method, target, keep_alive = _parse_head(head)
+                    method, target, keep_alive, length = _parse_head(head, self.max_body_bytes)
                 except _BadRequest as e:
                     await self._write(writer, "GET", text(e.status, str(e)), False)
                     return
-                loop = asyncio.get_running_loop()
-                response = await loop.run_in_executor(self._pool, self._call, target)
+                if method == "POST":
+                    try:
+                        body = await asyncio.wait_for(reader.readexactly(length), self.header_timeout_seconds)
+                    except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError):
+                        return
+                    answer = await self._call_post(target, body)
+                    if isinstance(answer, StreamResponse):
+                        await self._stream(writer, answer)
+                        return  # one stream per connection: the client reads to the end, then closes
+                    response = answer
+                else:
+                    loop = asyncio.get_running_loop()
+                    response = await loop.run_in_executor(self._pool, self._call, target)
                 if not await self._write(writer, method, response, keep_alive) or not keep_alive:
                     return
                 timeout = self.idle_timeout_seconds
@@ -217,12 +266,39 @@ class BoundedHTTPServer:
             log.exception("%s: handler failed for %s", self.name, target[:200])
             return text(500, "internal error")
 
-    async def _write(self, writer: asyncio.StreamWriter, method: str, r: Response, keep_alive: bool) -> bool:
+    async def _call_post(self, target: str, body: bytes) -> Response | StreamResponse:
+        assert self.post_handler is not None
         try:
-            reason = HTTPStatus(r.status).phrase
-        except ValueError:
-            reason = "Unknown"
-        head = (f"HTTP/1.1 {r.status} {reason}\r\nContent-Type: {r.content_type}\r\n"
+            return await self.post_handler(target, body)
+        except Exception:
+            log.exception("%s: post handler failed for %s", self.name, target[:200])
+            return text(500, "internal error")
+
+    async def _stream(self, writer: asyncio.StreamWriter, r: StreamResponse) -> None:
+        """Send `r` chunked, then close the connection; stop (and close the producer) when the client does
+        not take a chunk within the write timeout or goes away."""
+        head = (f"HTTP/1.1 {r.status} {_reason(r.status)}\r\nContent-Type: {r.content_type}\r\n"
+                "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
+        writer.write(head.encode("latin-1"))
+        try:
+            async for chunk in r.chunks:
+                if chunk:
+                    writer.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+                    await asyncio.wait_for(writer.drain(), self.write_timeout_seconds)
+            writer.write(b"0\r\n\r\n")
+            await asyncio.wait_for(writer.drain(), self.write_timeout_seconds)
+        except (TimeoutError, ConnectionError, OSError):
+            pass
+        except Exception:
+            log.exception("%s: stream failed", self.name)
+        finally:
+            aclose = getattr(r.chunks, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+
+    async def _write(self, writer: asyncio.StreamWriter, method: str, r: Response, keep_alive: bool) -> bool:
+        head = (f"HTTP/1.1 {r.status} {_reason(r.status)}\r\nContent-Type: {r.content_type}\r\n"
                 f"Content-Length: {len(r.body)}\r\n" + ("" if keep_alive else "Connection: close\r\n") + "\r\n")
         writer.write(head.encode("latin-1") + (r.body if method != "HEAD" else b""))
         try:

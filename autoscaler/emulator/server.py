@@ -8,6 +8,9 @@ Routes:
   The same JSON is written to `targets_file` (for `file_sd_configs`) whenever the replica set changes.
 - `GET /truth`: the fleet's own totals at the current simulated time (ground truth for tests).
 - `GET /healthz`.
+- `GET /v1/models`, `POST /v1/completions`, `POST /v1/chat/completions`, `POST /tokenize`: an
+  OpenAI-compatible API timed by one more simulated replica (`autoscaler.emulator.openai`), for
+  `inference-autoscaler profile`.
 
 Served by `autoscaler.httpserve.BoundedHTTPServer` (one event loop, a fixed handler pool, timeouts, a
 connection cap): Prometheus keeps one connection per replica target alive, which costs a socket here,
@@ -27,6 +30,8 @@ from typing import Any
 
 from autoscaler.emulator.exposition import CONTENT_TYPE, render
 from autoscaler.emulator.fleet_driver import FleetDriver, Snapshot
+from autoscaler.emulator.openai import OpenAIEndpoints
+from autoscaler.emulator.replica_model import default_replica_model
 from autoscaler.httpserve import TEXT, BoundedHTTPServer, Response, text
 from autoscaler.strictjson import dumps_strict
 
@@ -37,8 +42,12 @@ _REPLICA_PATH = re.compile(r"/replica/([0-9]{1,9})/metrics/?")
 
 class EmulatorServer:
     def __init__(self, driver: FleetDriver, *, model: str, engine: str = "vllm", host: str = "127.0.0.1",
-                 port: int = 0, namespace: str = "default", targets_file: str | Path | None = None) -> None:
+                 port: int = 0, namespace: str = "default", targets_file: str | Path | None = None,
+                 openai: OpenAIEndpoints | None = None) -> None:
         self.driver = driver
+        # OpenAI-compatible API: one more simulated replica (the fleet's serving profile) for `profile`
+        self.openai = openai or OpenAIEndpoints(
+            default_replica_model(getattr(driver.fleet, "serving", None)), model_name=model, speed=driver.speed)
         self.model = model
         self.engine = engine
         self.namespace = namespace
@@ -49,7 +58,7 @@ class EmulatorServer:
         self._last_ids: tuple[int, ...] | None = None
         # Prometheus (or a scraper) opens many connections at once: a deep backlog, and many may stay open.
         self.httpd = BoundedHTTPServer(host, port, self.handle, workers=8, max_connections=4096, backlog=1024,
-                                       name="emulator-http")
+                                       name="emulator-http", post_handler=self.openai.handle)
         addr = self.httpd.server_address
         self.host, self.port = str(addr[0]), int(addr[1])
         self._running = False
@@ -123,6 +132,8 @@ class EmulatorServer:
             return Response(200, "application/json", dumps_strict(self.targets(), indent=None).encode())
         if path == "/truth":
             return Response(200, "application/json", dumps_strict(self.truth(), indent=None).encode())
+        if path == "/v1/models":
+            return self.openai.models()
         if path == "/healthz":
             return text(200, "ok")
         if path == "/":

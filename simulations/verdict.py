@@ -159,7 +159,9 @@ def verdict(scenario: Scenario, results: Sequence[RunResult]) -> str:
         words.append("Against " + "; ".join(_cost_phrase(ours, r) for r in others) + ".")
         beaten = [r.label for r in others if r.outcome.attainment >= target and r.outcome.gpu_hours < o.gpu_hours]
         if met and not beaten:
-            words.append("No baseline met the goal for less.")
+            words.append("No baseline at these settings met the goal for less (`inference-autoscaler bench` "
+                         "searches each family, a right-sized static fleet included, for its cheapest setting "
+                         "that does: docs/benchmarks.md).")
         elif beaten:
             words.append(f"{', '.join(beaten)} met the goal for less than ours.")
     if oracle is not None and oracle.outcome.gpu_hours > 0:

@@ -148,7 +148,8 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         f"Machine: {m['cpus']} CPUs, Python {m['python']}; {len(records)} jobs, {runs} replays, "
         f"{wall_seconds / 60:.1f} min wall on a shared machine, {cpu / 60:.1f} CPU-minutes in the jobs "
         f"(≈ {cpu / 120:.1f} min on 2 idle cores)."
-        + (" Quick mode: shorter traces, 30% brackets for continuous knobs, behaviour knobs at their defaults."
+        + (" Quick mode: shorter traces, 30% brackets for continuous knobs; of the behaviour knobs only the signal "
+           "(HPA, KEDA) and Knative's scale-down delay are crossed (`simulations/search.py`)."
            if quick else ""),
         "",
         "Each cell: GPU-hours of the cheapest setting found that keeps ≥ 99% of requests within the 2 s TTFT "

@@ -39,7 +39,7 @@ from autoscaler.controller.conditions import (
     set_condition,
 )
 from autoscaler.controller.events import EventRecorder
-from autoscaler.controller.status import decision_status, learned_status
+from autoscaler.controller.status import decision_status, learned_status, state_fingerprint, status_fingerprint
 from autoscaler.controller.telemetry import ControllerMetrics
 from autoscaler.core import CoreState, Decision, Reason, Signals, decide, forecast_config
 from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_usage_by_node, replica_counts
@@ -59,6 +59,7 @@ from autoscaler.targets.owners import (
     owners,
     target_keys,
 )
+from autoscaler.targets.reads import DirectReads, Reads
 from autoscaler.targets.resolve import PluralResolver, TargetApis, resolve_target
 from forecasting import ForecastConfig
 
@@ -98,6 +99,9 @@ class PolicyRuntime:
     pod_addresses: list[str] = field(default_factory=list)
     restored: bool = False  # `state` came from status.coreState and no decide has succeeded on it yet
     inflight: Future[Any] | None = None  # a read or act still running past its phase budget
+    target: ScaleTarget | None = None  # resolved for `parsed_for`
+    fingerprint: tuple[Any, ...] | None = None  # of the status (and core state) as last written
+    persisted_at: float | None = None  # when the core state in status was last written (the tick's `now`)
 
 
 @dataclass
@@ -139,8 +143,14 @@ class Reconciler:
         workers: int = 16,
         list_autoscalers: Callable[[], Sequence[Obj]] = list,
         phase_budget_seconds: float = 5.0,
+        reads: Reads | None = None,
+        state_max_age_seconds: float = 300.0,
     ):
         self.apis = TargetApis(client.AppsV1Api(api_client), client.CustomObjectsApi(api_client), api_client)
+        self.reads: Reads = reads if reads is not None else DirectReads(self.apis.apps, self.apis.custom)
+        # The core state in status is at most this old (while the policy is reconciled); changes that would
+        # alter a decision after a restart are written in the tick they happen (see status.state_fingerprint).
+        self.state_max_age_seconds = state_max_age_seconds
         self.plurals = PluralResolver(api_client)
         self.source = source
         self.list_policies, self.list_pods = list_policies, list_pods
@@ -333,6 +343,7 @@ class Reconciler:
             doc.setdefault("kind", "ModelScalingPolicy")
             try:
                 rt.policy, rt.invalid = parse_policy(doc, source=self._key(raw)), None
+                rt.target = None
                 rt.forecast_cfg = forecast_config(rt.policy.spec)
             except PolicyError as e:
                 rt.policy, rt.invalid = (
@@ -356,6 +367,10 @@ class Reconciler:
         if isinstance(saved, dict):
             try:
                 rt.state, rt.restored = CoreState.from_dict(saved), True
+                # What is stored counts as written: an unchanged decision after a restart writes nothing.
+                rt.fingerprint = status_fingerprint(status) + state_fingerprint(rt.state)
+                last = saved.get("lastTick")
+                rt.persisted_at = float(last) if isinstance(last, (int, float)) else None
             except Exception as e:
                 self._discard_state(raw, rt, e)
         try:
@@ -366,6 +381,7 @@ class Reconciler:
     def _discard_state(self, raw: Obj, rt: PolicyRuntime, err: BaseException) -> None:
         """A stored state that cannot be read or used is dropped (the policy starts fresh), with a warning."""
         rt.state, rt.restored = None, False
+        rt.fingerprint = rt.persisted_at = None
         msg = (
             f"the stored status.coreState is unusable ({type(err).__name__}: {str(err)[:200]}); it was discarded "
             "and the policy starts from its priors"
@@ -407,7 +423,9 @@ class Reconciler:
         ns = policy.metadata.namespace  # a target is only ever looked up in the policy's own namespace
         spec = policy.spec
         try:
-            target = resolve_target(self.apis, self.plurals, spec.target_ref, ns)
+            target = rt.target
+            if target is None:
+                target = rt.target = resolve_target(self.apis, self.plurals, spec.target_ref, ns, self.reads)
             reading = target.read()
         except TargetNotFound as e:
             self._problem(raw, rt, now, spec.interval_seconds, found=False, reason="TargetNotFound", message=str(e))
@@ -497,11 +515,17 @@ class Reconciler:
                 if e.status != 409 or attempt == MAX_CONFLICT_RETRIES:
                     raise
                 self.metrics.api_errors.labels(operation="write target", code="409").inc()
-                reading = target.read()
+                decided_on = reading.replicas
+                reading = target.read(fresh=True)  # the cached copy is stale: ask the API server
                 if reading.blocked is not None:
                     raise
                 if reading.replicas == replicas:
                     return False  # someone already set what we wanted
+                if reading.replicas != decided_on:
+                    # Someone else changed the replica count: never overwrite it blindly; the next tick
+                    # decides again from what is there now.
+                    log.info("%s changed replicas meanwhile; deciding again next tick", target.description)
+                    return False
         return False
 
     # -- status, events, metrics -------------------------------------------------------------------
@@ -515,11 +539,14 @@ class Reconciler:
             out["conditions"] = [c for c in conds if isinstance(c, dict)] if isinstance(conds, list) else []
         return out
 
-    def _patch_status(self, raw: Obj, rt: PolicyRuntime, status: Obj) -> None:
+    def _patch_status(self, raw: Obj, rt: PolicyRuntime, status: Obj) -> bool:
+        """Merge-patch what differs from the status as last written; True when the status is as given."""
         old = rt.status if rt.status is not None else (raw.get("status") or {})
         patch = merge_patch(old, status)
         if not patch:
-            return
+            rt.status = status
+            return True
+        rt.fingerprint = None  # whatever is written now, the next decision compares against it afresh
         meta = raw.get("metadata") or {}
         try:
             call_json(
@@ -532,9 +559,21 @@ class Reconciler:
                 {"status": patch},
             )
             rt.status = status
+            return True
         except API_ERRORS as e:
             self.metrics.api_errors.labels(operation="patch status", code=_code(e)).inc()
             log.warning("could not update status of %s: %s", self._key(raw), _describe_error(e))
+            return False
+
+    def _persist(self, raw: Obj, rt: PolicyRuntime, status: Obj, now: float) -> None:
+        """Write the decision's status when something a user or a restart needs changed, or when the stored
+        core state has reached `state_max_age_seconds`; otherwise nothing (a quiet tick costs no API call)."""
+        fp = status_fingerprint(status) + state_fingerprint(rt.state)
+        stale = rt.persisted_at is None or now - rt.persisted_at >= self.state_max_age_seconds
+        if fp == rt.fingerprint and not stale:
+            return
+        if self._patch_status(raw, rt, status):
+            rt.fingerprint, rt.persisted_at = fp, now
 
     def _problem(
         self,
@@ -712,7 +751,7 @@ class Reconciler:
             status["coldStartWatermark"] = mark
         if applied:
             status["lastScaleTime"] = decision_status(d, now, dry, applied)["time"]
-        self._patch_status(raw, rt, status)
+        self._persist(raw, rt, status, now)
 
         ns, name = policy.metadata.namespace, policy.metadata.name
         m = self.metrics

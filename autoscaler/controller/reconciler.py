@@ -112,6 +112,8 @@ class _Prepared:
     target: ScaleTarget
     reading: ScaleReading
     pods: list[Mapping[str, Any]]
+    # (decision, dry run, applied, ready, starting) once decided: recorded after every write of the tick
+    decided: tuple[Decision, bool, bool, int, int] | None = None
 
 
 @dataclass
@@ -259,7 +261,18 @@ class Reconciler:
                 p.raw, p.rt, now, "decide", self._act, p, sig, events, nodes, gpus_used, node_created, now, source_error
             )
 
-        for p, wrote in zip(prepared, self._run_phase(act, prepared, [p.rt for p in prepared]), strict=True):
+        acted = self._run_phase(act, prepared, [p.rt for p in prepared])
+
+        # Status, events and metrics after every write of the tick: a burst's scale writes do not queue
+        # behind the status patches and events of the policies decided before them.
+        def record(p: _Prepared) -> None:
+            if p.decided is None or not self.is_leader():
+                return None
+            return self._guarded(p.raw, p.rt, now, "record", self._record_decision, p, *p.decided, now, source_error)
+
+        recorded = [p for p, wrote in zip(prepared, acted, strict=True) if wrote is not None]
+        self._run_phase(record, recorded, [p.rt for p in recorded])
+        for p, wrote in zip(prepared, acted, strict=True):
             if wrote is None:
                 if not self.is_leader():
                     report.skipped_not_leader = True
@@ -502,7 +515,7 @@ class Reconciler:
         rt.state = result.state
         rt.failures = 0
         rt.next_due = now + spec.interval_seconds
-        self._record_decision(p, d, now, dry, applied, counts.ready, len(counts.starting), source_error)
+        p.decided = (d, dry, applied, counts.ready, len(counts.starting))
         return applied
 
     def _write(self, target: ScaleTarget, reading: ScaleReading, replicas: int) -> bool:
@@ -663,11 +676,11 @@ class Reconciler:
         self,
         p: _Prepared,
         d: Decision,
-        now: float,
         dry: bool,
         applied: bool,
         ready: int,
         starting: int,
+        now: float,
         source_error: str | None,
     ) -> None:
         policy, rt, reading, raw = p.policy, p.rt, p.reading, p.raw

@@ -226,3 +226,28 @@ def test_a_replica_count_changed_by_someone_else_is_never_overwritten(kube, api)
     assert _desired_stored(kube) == [7] and report.writes == 0
     _tick(c, kube, now + 30)  # decided again from 7
     assert c.reconciler.runtimes["models/m0"].status["currentReplicas"] == 7
+
+
+def test_cluster_facts_are_shared_only_by_pods_that_schedule_alike(kube, api):
+    """One evaluation per (nodeSelector, tolerations, image, GPUs) per tick, and the same answer as
+    evaluating each pod on its own."""
+    from autoscaler.observe import cluster_facts
+
+    c = make_controller(api, CountingSource())
+    nodes = [
+        {"metadata": {"name": n, "labels": {"pool": n}}, "spec": {},
+         "status": {"allocatable": {"nvidia.com/gpu": "8"}, "conditions": [{"type": "Ready", "status": "True"}],
+                    "images": [{"names": ["vllm:a"]}] if n == "a" else []}}
+        for n in ("a", "b")
+    ]
+    used = {"a": 6}
+    pods = [
+        {"spec": {"nodeSelector": {"pool": "a"}, "containers": [{"image": "vllm:a"}]}},
+        {"spec": {"nodeSelector": {"pool": "b"}, "containers": [{"image": "vllm:a"}]}},
+        {"spec": {"containers": [{"image": "vllm:b"}]}},
+        {"spec": {"nodeSelector": {"pool": "a"}, "containers": [{"image": "vllm:a"}]}},
+    ]
+    for gpus in (1, 2, 4):
+        for p in pods:
+            assert c.reconciler._facts(p, nodes, used, gpus) == cluster_facts(p, nodes, used, gpus)
+    assert len(c.reconciler._facts_memo[1]) == 9  # 3 distinct pods x 3 GPU sizes

@@ -285,8 +285,11 @@ class Reconciler:
             report.writes += 1 if wrote else 0
             report.errors += 1 if p.rt.failures else 0
             report.reconciled += 1
-        live = {(pod.get("metadata") or {}).get("uid", "") for pod in pods}
-        self.observer.forget_except(live)
+        # A policy still in flight past its phase budget may be observing pods right now: forget the pods
+        # that are gone only when no policy is (the observer's bookkeeping is not safe against that).
+        if not any(self._busy(rt) for rt in self.runtimes.values()):
+            live = {(pod.get("metadata") or {}).get("uid", "") for pod in pods}
+            self.observer.forget_except(live)
 
     def _run_phase(self, fn: Callable[[Any], Any], items: Sequence[Any], rts: Sequence[PolicyRuntime]) -> list[Any]:
         """Run `fn` over `items` in the pool; wait at most the phase budget. A straggler (an API call that

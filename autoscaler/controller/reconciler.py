@@ -17,6 +17,7 @@ not dispatched again until it has.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -103,7 +104,7 @@ class PolicyRuntime:
     inflight: Future[Any] | None = None  # a read or act still running past its phase budget
     target: ScaleTarget | None = None  # resolved for `parsed_for`
     fingerprint: tuple[Any, ...] | None = None  # of the status (and core state) as last written
-    persisted_at: float | None = None  # when the core state in status was last written (the tick's `now`)
+    persist_due: float | None = None  # when the core state in status must be rewritten (its age bound)
 
 
 @dataclass
@@ -389,7 +390,8 @@ class Reconciler:
                 # What is stored counts as written: an unchanged decision after a restart writes nothing.
                 rt.fingerprint = status_fingerprint(status) + state_fingerprint(rt.state)
                 last = saved.get("lastTick")
-                rt.persisted_at = float(last) if isinstance(last, (int, float)) else None
+                if isinstance(last, (int, float)):
+                    rt.persist_due = self._next_persist(self._key(raw), float(last))
             except Exception as e:
                 self._discard_state(raw, rt, e)
         try:
@@ -400,7 +402,7 @@ class Reconciler:
     def _discard_state(self, raw: Obj, rt: PolicyRuntime, err: BaseException) -> None:
         """A stored state that cannot be read or used is dropped (the policy starts fresh), with a warning."""
         rt.state, rt.restored = None, False
-        rt.fingerprint = rt.persisted_at = None
+        rt.fingerprint = rt.persist_due = None
         msg = (
             f"the stored status.coreState is unusable ({type(err).__name__}: {str(err)[:200]}); it was discarded "
             "and the policy starts from its priors"
@@ -612,16 +614,19 @@ class Reconciler:
         """Write the decision's status when something a user or a restart needs changed, or when the stored
         core state has reached `state_max_age_seconds`; otherwise nothing (a quiet tick costs no API call)."""
         fp = status_fingerprint(status) + state_fingerprint(rt.state)
-        stale = rt.persisted_at is None or now - rt.persisted_at >= self.state_max_age_seconds
+        stale = rt.persist_due is None or now >= rt.persist_due
         if fp == rt.fingerprint and not stale:
             return
-        first = rt.persisted_at is None
         if self._patch_status(raw, rt, status):
-            rt.fingerprint, rt.persisted_at = fp, now
-            if first:
-                # Policies created together would all reach the age bound in the same tick: count the first
-                # write as older by a stable per-policy fraction of the bound (never younger: the bound holds).
-                rt.persisted_at -= self.state_max_age_seconds * (zlib.crc32(self._key(raw).encode()) % 1000) / 1000
+            rt.fingerprint, rt.persist_due = fp, self._next_persist(self._key(raw), now)
+
+    def _next_persist(self, key: str, written: float) -> float:
+        """The first of the policy's slots after `written`. Slots are `state_max_age_seconds` apart, at a stable
+        per-policy phase: the stored state is never older than the bound, and policies written in the same
+        tick (created together, or after a burst) do not all reach the bound in the same later tick."""
+        bound = self.state_max_age_seconds
+        phase = bound * (zlib.crc32(key.encode()) % 1000) / 1000
+        return phase + (math.floor((written - phase) / bound) + 1) * bound
 
     def _problem(
         self,

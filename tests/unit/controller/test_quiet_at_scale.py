@@ -25,8 +25,6 @@ from tests.unit.controller.conftest import (
 )
 from tests.unit.controller.fakeapi import FakeKube
 
-WRITES = ("PUT", "PATCH", "POST", "DELETE")
-
 
 def _setup(kube: FakeKube, n: int) -> None:
     add_gpu_node(kube)
@@ -55,11 +53,14 @@ def test_a_steady_tick_makes_no_api_call(kube, api):
     _setup(kube, 5)
     source = CountingSource()
     now = time.time()
-    c = make_controller(api, source, clock=lambda: now)
+    c = make_controller(api, source, clock=lambda: now, state_max_age_seconds=1e6)
     for k in range(6):  # scale up to what the load needs (rate limits may take a few ticks)
         _tick(c, kube, now + 15 * k)
-    quiet = [_tick(c, kube, now + 15 * k) for k in range(6, 12)]
-    assert quiet == [[]] * 6, "a tick with nothing changed must not call the API server"
+    # a policy whose age-bound slot (one per 1e6 s, at a per-policy phase) falls in the window may write once
+    due = {k.rpartition("/")[2] for k, rt in c.reconciler.runtimes.items() if (rt.persist_due or 0) <= now + 180}
+    quiet = [call for k in range(6, 12) for call in _tick(c, kube, now + 15 * k)]
+    assert len(quiet) <= len(due) <= 1, "a tick with nothing changed must not call the API server"
+    assert all(m == "PATCH" and p.rpartition("/")[0].rpartition("/")[2] in due for m, p, _ in quiet)
     assert source.queries == 12 * CountingSource.QUERIES_PER_COLLECT  # PromQL stays one batch per tick
 
 
@@ -72,7 +73,6 @@ def test_without_the_cache_every_tick_reads_every_target(kube, api):
         _tick(c, kube, now + 15 * k)
     calls = _tick(c, kube, now + 90)
     assert len([m for m, p, _ in calls if m == "GET" and p.endswith("/scale")]) == 5
-    assert not [m for m, _, _ in calls if m in WRITES]
 
 
 def test_the_stored_core_state_is_never_older_than_the_bound(kube, api):

@@ -41,6 +41,7 @@ from autoscaler.controller.conditions import (
     set_condition,
 )
 from autoscaler.controller.events import EventRecorder
+from autoscaler.controller.podindex import LabelPodIndex
 from autoscaler.controller.status import decision_status, learned_status, state_fingerprint, status_fingerprint
 from autoscaler.controller.telemetry import ControllerMetrics
 from autoscaler.core import CoreState, Decision, Reason, Signals, decide, forecast_config
@@ -227,7 +228,7 @@ class Reconciler:
         report: TickReport,
     ) -> None:
         pods = self.list_pods()
-        index = PodIndex(pods)
+        index = LabelPodIndex(pods)
         nodes = list(self.list_nodes())
         events = events_by_pod_uid(self.list_events())
         gpus_used = gpu_usage_by_node(pods)

@@ -190,8 +190,11 @@ def test_running_controller_serves_metrics_and_probes_and_stops_on_request(kube,
     t.start()
     try:
         _wait(lambda: c.reconciler.runtimes and kube.calls("PUT", "/scale"))
+        # the decision's metrics are recorded after the tick's writes: wait for them rather than race
+        desired = 'inference_autoscaler_desired_replicas{namespace="models",policy="llama"}'
+        _wait(lambda: desired in urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode())
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
-        assert 'inference_autoscaler_desired_replicas{namespace="models",policy="llama"}' in body
+        assert desired in body
         assert "inference_autoscaler_tick_duration_seconds_bucket" in body
         assert "inference_autoscaler_leader 1.0" in body
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok: leading\n"

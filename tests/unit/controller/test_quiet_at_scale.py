@@ -251,3 +251,21 @@ def test_cluster_facts_are_shared_only_by_pods_that_schedule_alike(kube, api):
         for p in pods:
             assert c.reconciler._facts(p, nodes, used, gpus) == cluster_facts(p, nodes, used, gpus)
     assert len(c.reconciler._facts_memo[1]) == 9  # 3 distinct pods x 3 GPU sizes
+
+
+def test_the_label_index_selects_exactly_what_a_namespace_scan_selects():
+    from autoscaler.controller.podindex import LabelPodIndex
+    from autoscaler.observe import PodIndex
+
+    pods = [
+        {"metadata": {"name": f"p{i}", "namespace": f"ns{i % 3}",
+                      "labels": {"app": f"a{i % 5}", "tier": "gpu" if i % 2 else "cpu", "v": str(i % 4)}}}
+        for i in range(60)
+    ] + [{"metadata": {"name": "nolabels", "namespace": "ns0"}}]
+    selectors = ["app=a1", "app==a2,tier=gpu", "app=a3,tier!=gpu", "tier in (gpu),app=a4", "v notin (1,2)",
+                 "app=a1,v in (0, 3)", "app=missing", "tier", "!tier", "app=a0,!nothing", None, ""]
+    scan, indexed = PodIndex(pods), LabelPodIndex(pods)
+    for ns in ("ns0", "ns1", "ns2", "other"):
+        for sel in selectors:
+            assert indexed.select(ns, sel) == scan.select(ns, sel), (ns, sel)
+    assert indexed.select("ns1", "app=a1")  # not vacuous

@@ -1,11 +1,14 @@
 """One reconcile tick over every due policy.
 
 Per tick: parse the due policies (an invalid spec becomes a status condition, never an exception), read
-each target's scale and pick its pods out of the pod cache, call the metric source once for all of
-them, then per policy call the pure `decide`, write the target (conditional on resourceVersion; 409s
-retried on fresh state), and merge-patch the status (decision, learned statistics, the core's state,
-conditions). An API error backs that policy off exponentially and keeps its last good state; other
-policies are unaffected.
+each target's scale from the target watch caches (a GET only when a cache cannot answer) and pick its
+pods out of the pod cache, call the metric source once for all of them, then per policy call the pure
+`decide` and write the target (conditional on the resourceVersion decided on; after a 409 the target is
+read afresh, and a replica count someone else changed is left for the next tick to decide on), and after
+every write of the tick merge-patch the statuses that need it: when the decision, a condition, a learned
+sample or the part of the core state a restart needs changed, else when the stored state reaches
+`state_max_age_seconds` (a quiet tick makes no API call). An API error backs that policy off
+exponentially and keeps its last good state; other policies are unaffected.
 
 Isolation: whatever one policy does (a spec that crashes a stage with any exception, a target read that
 hangs, a corrupt stored state), it is contained to that policy: a condition, an event, its own error

@@ -179,10 +179,3 @@ class TargetCache:
             return
         with self._lock:
             self._written[((group, version, plural), namespace, name)] = (str(before), answer)
-
-    def forget(self, keep: set[tuple[str, str]]) -> None:
-        """Drop memos of targets no policy names any more ((namespace, name) pairs to keep)."""
-        with self._lock:
-            for d in (self._scales, self._written):
-                for k in [k for k in d if (k[1], k[2]) not in keep]:
-                    del d[k]

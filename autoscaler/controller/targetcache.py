@@ -86,6 +86,7 @@ class TargetCache:
         self.direct = direct
         self._make = make_informers
         self._informers: dict[Kind, dict[str | None, Informer]] = {}
+        self._listed: dict[Kind, threading.Event] = {}  # set once the kind's first list was tried
         self._scales: dict[tuple[Kind, str, str], tuple[str, Obj]] = {}  # (kind, ns, name) -> (object rv, Scale)
         self._written: dict[tuple[Kind, str, str], tuple[str, Obj]] = {}  # stale rv -> what we wrote
         self._lock = threading.Lock()
@@ -109,6 +110,7 @@ class TargetCache:
     def _informer(self, kind: Kind, namespace: str) -> Informer | None:
         with self._lock:
             per_ns = self._informers.get(kind)
+            listed = self._listed.setdefault(kind, threading.Event())
             if per_ns is None:
                 per_ns = dict(self._make(kind))
                 self._informers[kind] = per_ns
@@ -116,6 +118,10 @@ class TargetCache:
                 stop = self._stop
             else:
                 fresh, stop = [], None
+        if not fresh:
+            # Another policy's read is making the first list of this kind: wait for it rather than GET
+            # (bounded: a list has its own timeout, and a failed list still sets `listed`).
+            listed.wait(timeout=65.0)
         for new in fresh:  # the first list happens here, once per kind; the watch keeps it current after
             try:
                 new.relist()
@@ -123,6 +129,8 @@ class TargetCache:
                 log.warning("cannot list %s (%s); reading those targets directly", new.name, e)
             if stop is not None:
                 new.start(stop)
+        if fresh:
+            listed.set()
         inf = per_ns.get(namespace) or per_ns.get(None)
         if inf is None or not inf.available or not inf.synced.is_set():
             return None

@@ -91,6 +91,10 @@ def _describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
+class Superseded(Exception):
+    """The target's replica count changed between our read and our write (a 409, then a fresh read)."""
+
+
 @dataclass
 class PolicyRuntime:
     """What the controller keeps per policy between ticks."""
@@ -508,6 +512,14 @@ class Reconciler:
                 return False  # not ours to act on any more; the state is not committed either
             try:
                 applied = self._write(p.target, reading, d.desired_replicas)
+            except Superseded:
+                # Someone else set another replica count after we read it: nothing was written, and what was
+                # decided is not remembered (as after a failed write); the next tick decides from the new count.
+                rt.state = replace(prev_state, coldstart=result.state.coldstart)
+                rt.failures = 0
+                rt.next_due = now + spec.interval_seconds
+                p.decided = (d, dry, False, counts.ready, len(counts.starting))
+                return False
             except API_ERRORS as e:
                 # Keep the last good state (what was decided was not applied), but keep what was observed.
                 rt.state = replace(prev_state, coldstart=result.state.coldstart)
@@ -574,7 +586,7 @@ class Reconciler:
                     # Someone else changed the replica count: never overwrite it blindly; the next tick
                     # decides again from what is there now.
                     log.info("%s changed replicas meanwhile; deciding again next tick", target.description)
-                    return False
+                    raise Superseded() from None
         return False
 
     # -- status, events, metrics -------------------------------------------------------------------

@@ -223,7 +223,10 @@ def test_a_replica_count_changed_by_someone_else_is_never_overwritten(kube, api)
     report = c.reconciler.tick(now + 15)
     assert decided != 7
     assert len(kube.calls("PUT", r"/scale$")) == 1, "one conditional write, refused with 409, not retried"
-    assert _desired_stored(kube) == [7] and report.writes == 0
+    assert _desired_stored(kube) == [7] and report.writes == 0 and report.errors == 0
+    state = c.reconciler.runtimes["models/m0"].state
+    assert state is not None and all(r != 7 for _, r in state.decisions)  # what was not applied is not kept
+    assert len(state.decisions) == 1  # only the first tick's (applied) decision
     _tick(c, kube, now + 30)  # decided again from 7
     assert c.reconciler.runtimes["models/m0"].status["currentReplicas"] == 7
 

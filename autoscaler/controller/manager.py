@@ -20,12 +20,14 @@ from autoscaler.controller.informer import Informer, Obj
 from autoscaler.controller.leader import LeaderConfig, LeaderElector
 from autoscaler.controller.reconciler import Reconciler, TickReport
 from autoscaler.controller.server import check_route, metrics_route, serve
+from autoscaler.controller.targetcache import Kind, TargetCache, trim_deployment, trim_target
 from autoscaler.controller.telemetry import ChainedRegistry, ControllerMetrics
 from autoscaler.observe.pods import INTERESTING_EVENT_REASONS
 from autoscaler.policy import API_GROUP, PLURAL
 from autoscaler.sources.base import MetricsSource
 from autoscaler.targets.api import bound_retries, set_request_timeout
 from autoscaler.targets.owners import trim_autoscaler
+from autoscaler.targets.reads import DirectReads
 
 log = logging.getLogger(__name__)
 VERSION = "v1alpha1"
@@ -58,6 +60,11 @@ class ControllerConfig:
     # (whichever is longer): a hung tick must get the pod restarted, not stay green.
     liveness_seconds: float = 60.0
     watch_other_autoscalers: bool = True  # read HPAs and KEDA ScaledObjects to avoid fighting them
+    # Read targets from watch caches (one informer per kind in use) instead of a GET per policy per tick.
+    cache_targets: bool = True
+    # The core state in a policy's status is rewritten at least this often while nothing material changes
+    # (changes that would alter a decision after a restart are written in the tick they happen).
+    state_max_age_seconds: float = 300.0
 
 
 def trim_pod(pod: Obj) -> Obj:
@@ -160,9 +167,7 @@ class Controller:
                 else:
                     hpa_list = (hpa.list_horizontal_pod_autoscaler_for_all_namespaces,)
                     keda_list = (custom.list_cluster_custom_object, "keda.sh", "v1alpha1")
-                self.autoscalers.append(
-                    Informer(f"hpas{suffix}", *hpa_list, transform=trim_autoscaler, optional=True)
-                )
+                self.autoscalers.append(Informer(f"hpas{suffix}", *hpa_list, transform=trim_autoscaler, optional=True))
                 self.autoscalers.append(
                     Informer(
                         f"scaledobjects{suffix}", *keda_list, "scaledobjects", transform=trim_autoscaler, optional=True
@@ -186,6 +191,9 @@ class Controller:
             )
         self.recorder = EventRecorder(core, self.identity, clock)
         self.source = source
+        self._apps, self._custom = client.AppsV1Api(api_client), custom
+        direct = DirectReads(self._apps, custom)
+        self.target_cache = TargetCache(direct, self._target_informers) if config.cache_targets else None
         self.reconciler = Reconciler(
             api_client,
             self.source,
@@ -201,6 +209,8 @@ class Controller:
             workers=config.workers,
             list_autoscalers=self._other_autoscalers,
             phase_budget_seconds=config.phase_budget_seconds,
+            reads=self.target_cache or direct,
+            state_max_age_seconds=config.state_max_age_seconds,
         )
         self.pods.on_change = lambda _kind, pod: self.reconciler.observer.note_pod(pod)
         self.registry = ChainedRegistry([self.metrics.registry, *extra_registries])
@@ -212,6 +222,31 @@ class Controller:
     @property
     def informers(self) -> list[Informer]:
         return [*self.policy_informers, self.pods, self.events, self.nodes, *self.autoscalers]
+
+    def _target_informers(self, kind: Kind) -> list[tuple[str | None, Informer]]:
+        """Informers for one target kind: per watched namespace, or one for all namespaces. Optional: a kind
+        we may not list (RBAC) or that is not served is read with a GET per read instead."""
+        group, version, plural = kind
+        deployments = group == "apps" and plural == "deployments"
+        out: list[tuple[str | None, Informer]] = []
+        namespaces: list[str | None] = [*self.config.namespaces] or [None]
+        for ns in namespaces:
+            args: tuple[Any, ...]
+            if deployments:
+                args = (
+                    (self._apps.list_namespaced_deployment, ns)
+                    if ns
+                    else (self._apps.list_deployment_for_all_namespaces,)
+                )
+            elif ns:
+                args = (self._custom.list_namespaced_custom_object, group, version, ns, plural)
+            else:
+                args = (self._custom.list_cluster_custom_object, group, version, plural)
+            name = f"targets/{plural}.{group}" + (f"/{ns}" if ns else "")
+            out.append(
+                (ns, Informer(name, *args, transform=trim_deployment if deployments else trim_target, optional=True))
+            )
+        return out
 
     def _other_autoscalers(self) -> list[Obj]:
         out: list[Obj] = []
@@ -288,6 +323,19 @@ class Controller:
         """List everything once (the informers' initial sync)."""
         for inf in self.informers:
             inf.relist()
+        for inf in self.target_cache.informers if self.target_cache is not None else ():
+            try:
+                inf.relist()
+            except Exception as e:  # the target cache falls back to GETs; it never blocks a tick
+                log.warning("cannot list %s: %s", inf.name, e)
+
+    def start_watches(self, stop: threading.Event) -> None:
+        """Keep every cache current until `stop` (the informers the readiness gate waits for, and the
+        target caches, including those made later)."""
+        for inf in self.informers:
+            inf.start(stop)
+        if self.target_cache is not None:
+            self.target_cache.start(stop)
 
     def run_once(self) -> TickReport:
         """Sync, take the lease if configured (once), run one tick. For tests and cron-style runs."""
@@ -310,8 +358,7 @@ class Controller:
             self.sync()
         except Exception as e:
             log.warning("initial list failed (%s); the informers will retry", e)
-        for inf in self.informers:
-            inf.start(stop)
+        self.start_watches(stop)
         elector_thread = self.elector.start(stop) if self.elector is not None else None
         log.info(
             "controller started",

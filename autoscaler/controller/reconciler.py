@@ -1,11 +1,14 @@
 """One reconcile tick over every due policy.
 
 Per tick: parse the due policies (an invalid spec becomes a status condition, never an exception), read
-each target's scale and pick its pods out of the pod cache, call the metric source once for all of
-them, then per policy call the pure `decide`, write the target (conditional on resourceVersion; 409s
-retried on fresh state), and merge-patch the status (decision, learned statistics, the core's state,
-conditions). An API error backs that policy off exponentially and keeps its last good state; other
-policies are unaffected.
+each target's scale from the target watch caches (a GET only when a cache cannot answer) and pick its
+pods out of the pod cache, call the metric source once for all of them, then per policy call the pure
+`decide` and write the target (conditional on the resourceVersion decided on; after a 409 the target is
+read afresh, and a replica count someone else changed is left for the next tick to decide on), and after
+every write of the tick merge-patch the statuses that need it: when the decision, a condition, a learned
+sample or the part of the core state a restart needs changed, else when the stored state reaches
+`state_max_age_seconds` (a quiet tick makes no API call). An API error backs that policy off
+exponentially and keeps its last good state; other policies are unaffected.
 
 Isolation: whatever one policy does (a spec that crashes a stage with any exception, a target read that
 hangs, a corrupt stored state), it is contained to that policy: a condition, an event, its own error
@@ -17,7 +20,9 @@ not dispatched again until it has.
 from __future__ import annotations
 
 import logging
+import math
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -39,9 +44,11 @@ from autoscaler.controller.conditions import (
     set_condition,
 )
 from autoscaler.controller.events import EventRecorder
-from autoscaler.controller.status import decision_status, learned_status
+from autoscaler.controller.podindex import LabelPodIndex
+from autoscaler.controller.status import decision_status, learned_status, state_fingerprint, status_fingerprint
 from autoscaler.controller.telemetry import ControllerMetrics
 from autoscaler.core import CoreState, Decision, Reason, Signals, decide, forecast_config
+from autoscaler.core.signals import ClusterFacts
 from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_usage_by_node, replica_counts
 from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times
 from autoscaler.observe.pods import is_ready
@@ -59,6 +66,7 @@ from autoscaler.targets.owners import (
     owners,
     target_keys,
 )
+from autoscaler.targets.reads import DirectReads, Reads
 from autoscaler.targets.resolve import PluralResolver, TargetApis, resolve_target
 from forecasting import ForecastConfig
 
@@ -83,6 +91,10 @@ def _describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
+class Superseded(Exception):
+    """The target's replica count changed between our read and our write (a 409, then a fresh read)."""
+
+
 @dataclass
 class PolicyRuntime:
     """What the controller keeps per policy between ticks."""
@@ -98,6 +110,9 @@ class PolicyRuntime:
     pod_addresses: list[str] = field(default_factory=list)
     restored: bool = False  # `state` came from status.coreState and no decide has succeeded on it yet
     inflight: Future[Any] | None = None  # a read or act still running past its phase budget
+    target: ScaleTarget | None = None  # resolved for `parsed_for`
+    fingerprint: tuple[Any, ...] | None = None  # of the status (and core state) as last written
+    persist_due: float | None = None  # when the core state in status must be rewritten (its age bound)
 
 
 @dataclass
@@ -108,6 +123,8 @@ class _Prepared:
     target: ScaleTarget
     reading: ScaleReading
     pods: list[Mapping[str, Any]]
+    # (decision, dry run, applied, ready, starting) once decided: recorded after every write of the tick
+    decided: tuple[Decision, bool, bool, int, int] | None = None
 
 
 @dataclass
@@ -139,8 +156,14 @@ class Reconciler:
         workers: int = 16,
         list_autoscalers: Callable[[], Sequence[Obj]] = list,
         phase_budget_seconds: float = 5.0,
+        reads: Reads | None = None,
+        state_max_age_seconds: float = 300.0,
     ):
         self.apis = TargetApis(client.AppsV1Api(api_client), client.CustomObjectsApi(api_client), api_client)
+        self.reads: Reads = reads if reads is not None else DirectReads(self.apis.apps, self.apis.custom)
+        # The core state in status is at most this old (while the policy is reconciled); changes that would
+        # alter a decision after a restart are written in the tick they happen (see status.state_fingerprint).
+        self.state_max_age_seconds = state_max_age_seconds
         self.plurals = PluralResolver(api_client)
         self.source = source
         self.list_policies, self.list_pods = list_policies, list_pods
@@ -153,6 +176,7 @@ class Reconciler:
         self.max_backoff_seconds = max_backoff_seconds
         self.observer = ColdStartObserver()
         self.runtimes: dict[str, PolicyRuntime] = {}
+        self._facts_memo: tuple[list[Obj], dict[tuple[Any, ...], ClusterFacts]] | None = None  # this tick's
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="reconcile")
 
     # -- the tick ----------------------------------------------------------------------------------
@@ -211,7 +235,7 @@ class Reconciler:
         report: TickReport,
     ) -> None:
         pods = self.list_pods()
-        index = PodIndex(pods)
+        index = LabelPodIndex(pods)
         nodes = list(self.list_nodes())
         events = events_by_pod_uid(self.list_events())
         gpus_used = gpu_usage_by_node(pods)
@@ -249,7 +273,18 @@ class Reconciler:
                 p.raw, p.rt, now, "decide", self._act, p, sig, events, nodes, gpus_used, node_created, now, source_error
             )
 
-        for p, wrote in zip(prepared, self._run_phase(act, prepared, [p.rt for p in prepared]), strict=True):
+        acted = self._run_phase(act, prepared, [p.rt for p in prepared])
+
+        # Status, events and metrics after every write of the tick: a burst's scale writes do not queue
+        # behind the status patches and events of the policies decided before them.
+        def record(p: _Prepared) -> None:
+            if p.decided is None or not self.is_leader():
+                return None
+            return self._guarded(p.raw, p.rt, now, "record", self._record_decision, p, *p.decided, now, source_error)
+
+        recorded = [p for p, wrote in zip(prepared, acted, strict=True) if wrote is not None]
+        self._run_phase(record, recorded, [p.rt for p in recorded])
+        for p, wrote in zip(prepared, acted, strict=True):
             if wrote is None:
                 if not self.is_leader():
                     report.skipped_not_leader = True
@@ -259,8 +294,11 @@ class Reconciler:
             report.writes += 1 if wrote else 0
             report.errors += 1 if p.rt.failures else 0
             report.reconciled += 1
-        live = {(pod.get("metadata") or {}).get("uid", "") for pod in pods}
-        self.observer.forget_except(live)
+        # A policy still in flight past its phase budget may be observing pods right now: forget the pods
+        # that are gone only when no policy is (the observer's bookkeeping is not safe against that).
+        if not any(self._busy(rt) for rt in self.runtimes.values()):
+            live = {(pod.get("metadata") or {}).get("uid", "") for pod in pods}
+            self.observer.forget_except(live)
 
     def _run_phase(self, fn: Callable[[Any], Any], items: Sequence[Any], rts: Sequence[PolicyRuntime]) -> list[Any]:
         """Run `fn` over `items` in the pool; wait at most the phase budget. A straggler (an API call that
@@ -333,6 +371,7 @@ class Reconciler:
             doc.setdefault("kind", "ModelScalingPolicy")
             try:
                 rt.policy, rt.invalid = parse_policy(doc, source=self._key(raw)), None
+                rt.target = None
                 rt.forecast_cfg = forecast_config(rt.policy.spec)
             except PolicyError as e:
                 rt.policy, rt.invalid = (
@@ -356,6 +395,11 @@ class Reconciler:
         if isinstance(saved, dict):
             try:
                 rt.state, rt.restored = CoreState.from_dict(saved), True
+                # What is stored counts as written: an unchanged decision after a restart writes nothing.
+                rt.fingerprint = status_fingerprint(status) + state_fingerprint(rt.state)
+                last = saved.get("lastTick")
+                if isinstance(last, (int, float)):
+                    rt.persist_due = self._next_persist(self._key(raw), float(last))
             except Exception as e:
                 self._discard_state(raw, rt, e)
         try:
@@ -366,6 +410,7 @@ class Reconciler:
     def _discard_state(self, raw: Obj, rt: PolicyRuntime, err: BaseException) -> None:
         """A stored state that cannot be read or used is dropped (the policy starts fresh), with a warning."""
         rt.state, rt.restored = None, False
+        rt.fingerprint = rt.persist_due = None
         msg = (
             f"the stored status.coreState is unusable ({type(err).__name__}: {str(err)[:200]}); it was discarded "
             "and the policy starts from its priors"
@@ -407,7 +452,9 @@ class Reconciler:
         ns = policy.metadata.namespace  # a target is only ever looked up in the policy's own namespace
         spec = policy.spec
         try:
-            target = resolve_target(self.apis, self.plurals, spec.target_ref, ns)
+            target = rt.target
+            if target is None:
+                target = rt.target = resolve_target(self.apis, self.plurals, spec.target_ref, ns, self.reads)
             reading = target.read()
         except TargetNotFound as e:
             self._problem(raw, rt, now, spec.interval_seconds, found=False, reason="TargetNotFound", message=str(e))
@@ -441,7 +488,7 @@ class Reconciler:
         spec, key = policy.spec, policy.key
         counts = replica_counts(reading.replicas, p.pods, now)
         observations = self.observer.observe(key, p.pods, events, node_created)
-        facts = cluster_facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
+        facts = self._facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
         sig = replace(signals, replicas=counts, cluster=facts, observations=observations)
         prev_state = rt.state or CoreState()
         try:
@@ -465,6 +512,14 @@ class Reconciler:
                 return False  # not ours to act on any more; the state is not committed either
             try:
                 applied = self._write(p.target, reading, d.desired_replicas)
+            except Superseded:
+                # Someone else set another replica count after we read it: nothing was written, and what was
+                # decided is not remembered (as after a failed write); the next tick decides from the new count.
+                rt.state = replace(prev_state, coldstart=result.state.coldstart)
+                rt.failures = 0
+                rt.next_due = now + spec.interval_seconds
+                p.decided = (d, dry, False, counts.ready, len(counts.starting))
+                return False
             except API_ERRORS as e:
                 # Keep the last good state (what was decided was not applied), but keep what was observed.
                 rt.state = replace(prev_state, coldstart=result.state.coldstart)
@@ -484,8 +539,32 @@ class Reconciler:
         rt.state = result.state
         rt.failures = 0
         rt.next_due = now + spec.interval_seconds
-        self._record_decision(p, d, now, dry, applied, counts.ready, len(counts.starting), source_error)
+        p.decided = (d, dry, applied, counts.ready, len(counts.starting))
         return applied
+
+    def _facts(
+        self, template: Mapping[str, Any] | None, nodes: list[Obj], gpus_used: dict[str, int], gpus: int
+    ) -> ClusterFacts:
+        """`cluster_facts` depends on the nodes and GPU use (fixed within a tick) and on a pod's nodeSelector,
+        tolerations and image: policies whose pods agree on those share one evaluation per tick (it walks
+        every node, which was most of a quiet tick's CPU)."""
+        if template is None:
+            return ClusterFacts()
+        spec = template.get("spec") or {}
+        containers = spec.get("containers") or ()
+        key = (
+            repr(spec.get("nodeSelector")),
+            repr(spec.get("tolerations")),
+            containers[0].get("image") if containers else None,
+            gpus,
+        )
+        memo = self._facts_memo
+        if memo is None or memo[0] is not nodes:
+            memo = self._facts_memo = (nodes, {})
+        facts = memo[1].get(key)
+        if facts is None:
+            facts = memo[1][key] = cluster_facts(template, nodes, gpus_used, gpus)
+        return facts
 
     def _write(self, target: ScaleTarget, reading: ScaleReading, replicas: int) -> bool:
         """Conditional write; on 409 re-read and retry on the fresh state (bounded)."""
@@ -497,11 +576,17 @@ class Reconciler:
                 if e.status != 409 or attempt == MAX_CONFLICT_RETRIES:
                     raise
                 self.metrics.api_errors.labels(operation="write target", code="409").inc()
-                reading = target.read()
+                decided_on = reading.replicas
+                reading = target.read(fresh=True)  # the cached copy is stale: ask the API server
                 if reading.blocked is not None:
                     raise
                 if reading.replicas == replicas:
                     return False  # someone already set what we wanted
+                if reading.replicas != decided_on:
+                    # Someone else changed the replica count: never overwrite it blindly; the next tick
+                    # decides again from what is there now.
+                    log.info("%s changed replicas meanwhile; deciding again next tick", target.description)
+                    raise Superseded() from None
         return False
 
     # -- status, events, metrics -------------------------------------------------------------------
@@ -515,11 +600,14 @@ class Reconciler:
             out["conditions"] = [c for c in conds if isinstance(c, dict)] if isinstance(conds, list) else []
         return out
 
-    def _patch_status(self, raw: Obj, rt: PolicyRuntime, status: Obj) -> None:
+    def _patch_status(self, raw: Obj, rt: PolicyRuntime, status: Obj) -> bool:
+        """Merge-patch what differs from the status as last written; True when the status is as given."""
         old = rt.status if rt.status is not None else (raw.get("status") or {})
         patch = merge_patch(old, status)
         if not patch:
-            return
+            rt.status = status
+            return True
+        rt.fingerprint = None  # whatever is written now, the next decision compares against it afresh
         meta = raw.get("metadata") or {}
         try:
             call_json(
@@ -532,9 +620,29 @@ class Reconciler:
                 {"status": patch},
             )
             rt.status = status
+            return True
         except API_ERRORS as e:
             self.metrics.api_errors.labels(operation="patch status", code=_code(e)).inc()
             log.warning("could not update status of %s: %s", self._key(raw), _describe_error(e))
+            return False
+
+    def _persist(self, raw: Obj, rt: PolicyRuntime, status: Obj, now: float) -> None:
+        """Write the decision's status when something a user or a restart needs changed, or when the stored
+        core state has reached `state_max_age_seconds`; otherwise nothing (a quiet tick costs no API call)."""
+        fp = status_fingerprint(status) + state_fingerprint(rt.state)
+        stale = rt.persist_due is None or now >= rt.persist_due
+        if fp == rt.fingerprint and not stale:
+            return
+        if self._patch_status(raw, rt, status):
+            rt.fingerprint, rt.persist_due = fp, self._next_persist(self._key(raw), now)
+
+    def _next_persist(self, key: str, written: float) -> float:
+        """The first of the policy's slots after `written`. Slots are `state_max_age_seconds` apart, at a stable
+        per-policy phase: the stored state is never older than the bound, and policies written in the same
+        tick (created together, or after a burst) do not all reach the bound in the same later tick."""
+        bound = self.state_max_age_seconds
+        phase = bound * (zlib.crc32(key.encode()) % 1000) / 1000
+        return phase + (math.floor((written - phase) / bound) + 1) * bound
 
     def _problem(
         self,
@@ -624,11 +732,11 @@ class Reconciler:
         self,
         p: _Prepared,
         d: Decision,
-        now: float,
         dry: bool,
         applied: bool,
         ready: int,
         starting: int,
+        now: float,
         source_error: str | None,
     ) -> None:
         policy, rt, reading, raw = p.policy, p.rt, p.reading, p.raw
@@ -712,7 +820,7 @@ class Reconciler:
             status["coldStartWatermark"] = mark
         if applied:
             status["lastScaleTime"] = decision_status(d, now, dry, applied)["time"]
-        self._patch_status(raw, rt, status)
+        self._persist(raw, rt, status, now)
 
         ns, name = policy.metadata.namespace, policy.metadata.name
         m = self.metrics

@@ -45,3 +45,55 @@ def learned_status(spec: PolicySpec, state: CoreState) -> dict[str, Any]:
             "samples": len(state.capacity.samples),
         },
     }
+
+
+# -- when to write the status ---------------------------------------------------------------------------
+# A status patch per policy per tick is most of a quiet controller's API traffic. The status is written when
+# something a user or a restart needs has changed (`fingerprint`), and otherwise only when the stored core
+# state has reached its maximum age (ControllerConfig.state_max_age_seconds).
+
+
+def _cond_key(c: Any) -> tuple[Any, ...]:
+    return (c.get("type"), c.get("status"), c.get("reason"), c.get("observedGeneration")) if isinstance(c, dict) else ()
+
+
+def status_fingerprint(status: dict[str, Any]) -> tuple[Any, ...]:
+    """What a user or a restart reads from the status, without what moves every tick (the decision's time,
+    message and components, the forecast figures, the state's timestamps and condition messages)."""
+    last = status.get("lastDecision") or {}
+    learned = status.get("learned") or {}
+    cold = learned.get("coldStart") or {} if isinstance(learned, dict) else {}
+    samples = tuple(sorted((k, v.get("samples")) for k, v in cold.items() if isinstance(v, dict)))
+    capacity = (learned.get("capacity") or {}).get("samples") if isinstance(learned, dict) else None
+    return (
+        status.get("observedGeneration"),
+        status.get("desiredReplicas"),
+        status.get("currentReplicas"),
+        status.get("readyReplicas"),
+        status.get("lastScaleTime"),
+        status.get("coldStartWatermark"),
+        tuple(last.get(k) for k in ("reason", "binding", "panic", "dryRun", "applied"))
+        if isinstance(last, dict)
+        else (),
+        tuple(_cond_key(c) for c in status.get("conditions") or ()),
+        samples,
+        capacity,
+    )
+
+
+def state_fingerprint(state: CoreState | None) -> tuple[Any, ...]:
+    """The parts of the core's state whose loss would change a decision after a restart: the set of values in
+    the stabilization and rate-limit windows, panic, the SLO load factor (2 decimals), whether a forecast
+    history exists, and the learned samples (counted in `status_fingerprint`). Timestamps of repeated values
+    and slowly moving averages are left to the age bound."""
+    if state is None:
+        return ()
+    return (
+        tuple(sorted({r for _, r in state.recommendations})),
+        tuple(sorted({r for _, r in state.decisions})),
+        state.panic_until is not None,
+        round(state.load_factor, 2),
+        state.forecast is not None or state.forecast_seed is not None,
+        len(state.coldstart.samples),
+        len(state.capacity.samples),
+    )

@@ -39,8 +39,8 @@ class ScaleTarget(Protocol):
     namespace: str
     description: str  # e.g. "Deployment llama-8b" (for messages and events)
 
-    def read(self) -> ScaleReading:
-        """Raises TargetNotFound, or ApiException on API errors."""
+    def read(self, fresh: bool = False) -> ScaleReading:
+        """Raises TargetNotFound, or ApiException on API errors. `fresh`: from the API server, not a cache."""
         ...
 
     def write(self, replicas: int, reading: ScaleReading) -> None:

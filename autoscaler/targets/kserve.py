@@ -22,6 +22,7 @@ from kubernetes import client
 
 from autoscaler.targets.api import ApiException, call_json, is_not_found
 from autoscaler.targets.base import ScaleReading, TargetBlocked, TargetNotFound
+from autoscaler.targets.reads import DirectReads, Reads
 from autoscaler.targets.scale import CustomScale, DeploymentScale
 
 GROUP = "serving.kserve.io"
@@ -31,10 +32,10 @@ _MODE_ALIASES = {"RawDeployment": "Standard", "Serverless": "Knative"}
 
 
 def _get(
-    custom: client.CustomObjectsApi, version: str, namespace: str, plural: str, name: str, what: str
+    reads: Reads, version: str, namespace: str, plural: str, name: str, what: str, fresh: bool = False
 ) -> dict[str, Any]:
     try:
-        return call_json(custom.get_namespaced_custom_object, GROUP, version, namespace, plural, name)
+        return reads.object(GROUP, version, plural, namespace, name, fresh=fresh)
     except ApiException as e:
         if is_not_found(e):
             raise TargetNotFound(f"{what} {name} not found in namespace {namespace}") from None
@@ -49,17 +50,17 @@ class InferenceServiceTarget:
         namespace: str,
         name: str,
         version: str = "v1beta1",
+        reads: Reads | None = None,
     ):
         self.custom, self.namespace, self.name, self.version = custom, namespace, name, version
-        self.predictor = DeploymentScale(apps, namespace, f"{name}-predictor")
+        self.reads: Reads = reads if reads is not None else DirectReads(apps, custom)
+        self.predictor = DeploymentScale(apps, namespace, f"{name}-predictor", self.reads)
         self.description = f"InferenceService {name}"
         self._patch_min_replicas = False
         self._max_replicas: int | None = None
 
-    def read(self) -> ScaleReading:
-        isvc = _get(
-            self.custom, self.version, self.namespace, "inferenceservices", self.name, "InferenceService"
-        )
+    def read(self, fresh: bool = False) -> ScaleReading:
+        isvc = _get(self.reads, self.version, self.namespace, "inferenceservices", self.name, "InferenceService", fresh)
         annotations = (isvc.get("metadata") or {}).get("annotations") or {}
         raw_mode = annotations.get(MODE_ANNOTATION)
         mode = _MODE_ALIASES.get(raw_mode, raw_mode) if raw_mode else None
@@ -72,7 +73,7 @@ class InferenceServiceTarget:
                 "to let this controller scale it",
             )
         try:
-            reading = self.predictor.read()
+            reading = self.predictor.read(fresh)
         except TargetNotFound:
             hint = (
                 ""
@@ -111,7 +112,7 @@ class InferenceServiceTarget:
         if self._max_replicas is not None and self._max_replicas < replicas:
             predictor["maxReplicas"] = replicas
         body = {"metadata": {"resourceVersion": reading.resource_version}, "spec": {"predictor": predictor}}
-        call_json(
+        answer = call_json(
             self.custom.patch_namespaced_custom_object,
             GROUP,
             self.version,
@@ -119,6 +120,9 @@ class InferenceServiceTarget:
             "inferenceservices",
             self.name,
             body,
+        )
+        self.reads.wrote(
+            GROUP, self.version, "inferenceservices", self.namespace, self.name, reading.resource_version, answer
         )
 
 
@@ -130,6 +134,7 @@ class LLMInferenceServiceTarget:
         namespace: str,
         name: str,
         version: str = "v1alpha1",
+        reads: Reads | None = None,
     ):
         self.custom, self.apps, self.namespace, self.name, self.version = (
             custom,
@@ -138,17 +143,19 @@ class LLMInferenceServiceTarget:
             name,
             version,
         )
+        self.reads: Reads = reads if reads is not None else DirectReads(apps, custom)
         self.description = f"LLMInferenceService {name}"
         self._workload: DeploymentScale | CustomScale | None = None
 
-    def read(self) -> ScaleReading:
+    def read(self, fresh: bool = False) -> ScaleReading:
         obj = _get(
-            self.custom,
+            self.reads,
             self.version,
             self.namespace,
             "llminferenceservices",
             self.name,
             "LLMInferenceService",
+            fresh,
         )
         spec = obj.get("spec") or {}
         if spec.get("worker"):
@@ -160,12 +167,13 @@ class LLMInferenceServiceTarget:
                 "leaderworkersets",
                 f"{self.name}-kserve-mn",
                 "LeaderWorkerSet",
+                self.reads,
             )
         else:
-            workload = DeploymentScale(self.apps, self.namespace, f"{self.name}-kserve")
+            workload = DeploymentScale(self.apps, self.namespace, f"{self.name}-kserve", self.reads)
         self._workload = workload
         try:
-            reading = workload.read()
+            reading = workload.read(fresh)
         except TargetNotFound:
             raise TargetNotFound(
                 f"{self.description}: its workload {workload.description} was not found in "

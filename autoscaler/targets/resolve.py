@@ -12,6 +12,7 @@ from autoscaler.targets.api import request_timeout
 from autoscaler.targets.base import ScaleTarget, TargetNotFound
 from autoscaler.targets.kserve import GROUP as KSERVE_GROUP
 from autoscaler.targets.kserve import InferenceServiceTarget, LLMInferenceServiceTarget
+from autoscaler.targets.reads import DirectReads, Reads
 from autoscaler.targets.scale import KNOWN_PLURALS, CustomScale, DeploymentScale
 
 
@@ -59,8 +60,12 @@ class PluralResolver:
         return plural
 
 
-def resolve_target(apis: TargetApis, plurals: PluralResolver, ref: TargetRef, namespace: str) -> ScaleTarget:
-    """The target named by `ref` in `namespace` (the policy's namespace: a targetRef cannot name another)."""
+def resolve_target(
+    apis: TargetApis, plurals: PluralResolver, ref: TargetRef, namespace: str, reads: Reads | None = None
+) -> ScaleTarget:
+    """The target named by `ref` in `namespace` (the policy's namespace: a targetRef cannot name another).
+    `reads`: where the target reads its objects (a watch cache), by default one GET per read."""
+    reads = reads if reads is not None else DirectReads(apis.apps, apis.custom)
     group, _, version = ref.api_version.rpartition("/")
     if not group:
         raise TargetNotFound(
@@ -68,10 +73,10 @@ def resolve_target(apis: TargetApis, plurals: PluralResolver, ref: TargetRef, na
             "use a Deployment or a resource with a /scale subresource"
         )
     if group == KSERVE_GROUP and ref.kind == "InferenceService":
-        return InferenceServiceTarget(apis.custom, apis.apps, namespace, ref.name, version)
+        return InferenceServiceTarget(apis.custom, apis.apps, namespace, ref.name, version, reads)
     if group == KSERVE_GROUP and ref.kind == "LLMInferenceService":
-        return LLMInferenceServiceTarget(apis.custom, apis.apps, namespace, ref.name, version)
+        return LLMInferenceServiceTarget(apis.custom, apis.apps, namespace, ref.name, version, reads)
     if group == "apps" and ref.kind == "Deployment":
-        return DeploymentScale(apis.apps, namespace, ref.name)
+        return DeploymentScale(apis.apps, namespace, ref.name, reads)
     plural = plurals.plural(group, version, ref.kind)
-    return CustomScale(apis.custom, namespace, group, version, plural, ref.name, ref.kind)
+    return CustomScale(apis.custom, namespace, group, version, plural, ref.name, ref.kind, reads)

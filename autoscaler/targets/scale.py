@@ -12,6 +12,7 @@ from kubernetes import client
 
 from autoscaler.targets.api import ApiException, call_json, is_not_found
 from autoscaler.targets.base import ScaleReading, TargetNotFound
+from autoscaler.targets.reads import DirectReads, Reads
 
 # Kinds whose plural is not just lower(kind) + "s", or that are common enough to skip discovery.
 KNOWN_PLURALS: dict[str, str] = {
@@ -36,14 +37,15 @@ def reading_from_scale(scale: dict[str, Any]) -> ScaleReading:
 class DeploymentScale:
     """`apps/v1` Deployment through `deployments/{name}/scale` (read + conditional replace)."""
 
-    def __init__(self, apps: client.AppsV1Api, namespace: str, name: str):
+    def __init__(self, apps: client.AppsV1Api, namespace: str, name: str, reads: Reads | None = None):
         self.apps, self.namespace, self.name = apps, namespace, name
         self.description = f"Deployment {name}"
+        self.reads: Reads = reads if reads is not None else DirectReads(apps, client.CustomObjectsApi(apps.api_client))
 
-    def read(self) -> ScaleReading:
+    def read(self, fresh: bool = False) -> ScaleReading:
         try:
             return reading_from_scale(
-                call_json(self.apps.read_namespaced_deployment_scale, self.name, self.namespace)
+                self.reads.scale("apps", "v1", "deployments", self.namespace, self.name, fresh=fresh)
             )
         except ApiException as e:
             if is_not_found(e):
@@ -61,7 +63,8 @@ class DeploymentScale:
             },
             "spec": {"replicas": replicas},
         }
-        call_json(self.apps.replace_namespaced_deployment_scale, self.name, self.namespace, body)
+        answer = call_json(self.apps.replace_namespaced_deployment_scale, self.name, self.namespace, body)
+        self.reads.wrote("apps", "v1", "deployments", self.namespace, self.name, reading.resource_version, answer)
 
 
 class CustomScale:
@@ -76,21 +79,16 @@ class CustomScale:
         plural: str,
         name: str,
         kind: str,
+        reads: Reads | None = None,
     ):
         self.custom, self.namespace = custom, namespace
         self.group, self.version, self.plural, self.name = group, version, plural, name
         self.description = f"{kind} {name}"
+        self.reads: Reads = reads if reads is not None else DirectReads(client.AppsV1Api(custom.api_client), custom)
 
-    def read(self) -> ScaleReading:
+    def read(self, fresh: bool = False) -> ScaleReading:
         try:
-            scale = call_json(
-                self.custom.get_namespaced_custom_object_scale,
-                self.group,
-                self.version,
-                self.namespace,
-                self.plural,
-                self.name,
-            )
+            scale = self.reads.scale(self.group, self.version, self.plural, self.namespace, self.name, fresh=fresh)
         except ApiException as e:
             if is_not_found(e):
                 raise TargetNotFound(
@@ -102,7 +100,7 @@ class CustomScale:
 
     def write(self, replicas: int, reading: ScaleReading) -> None:
         body = {"metadata": {"resourceVersion": reading.resource_version}, "spec": {"replicas": replicas}}
-        call_json(
+        answer = call_json(
             self.custom.patch_namespaced_custom_object_scale,
             self.group,
             self.version,
@@ -110,4 +108,7 @@ class CustomScale:
             self.plural,
             self.name,
             body,
+        )
+        self.reads.wrote(
+            self.group, self.version, self.plural, self.namespace, self.name, reading.resource_version, answer
         )

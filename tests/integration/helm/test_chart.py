@@ -163,6 +163,16 @@ def test_rbac_is_least_privilege_and_never_touches_secrets(tmp_path):
     }
 
 
+def test_targets_can_be_watched_for_the_informer_caches(tmp_path):
+    """The controller reads targets from informer caches (list + watch per kind in use), not a GET a tick."""
+    _, docs = render(tmp_path, {"rbac": {"extraScaleResources": [{"apiGroup": "example.dev", "resource": "pools"}]}})
+    granted = {(g, res, v) for r in _rules(docs) for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+    for group, resource in (("apps", "deployments"), ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+                            ("serving.kserve.io", "inferenceservices"), ("serving.kserve.io", "llminferenceservices"),
+                            ("example.dev", "pools")):
+        assert {(group, resource, "list"), (group, resource, "watch")} <= granted, resource
+
+
 def test_watch_namespaces_bind_write_permissions_per_namespace_only(tmp_path):
     _, docs = render(tmp_path, {"watchNamespaces": ["team-a", "team-b"]})
     crbs = {d["roleRef"]["name"] for d in by_kind(docs, "ClusterRoleBinding")}
@@ -254,8 +264,8 @@ def test_kserve_patch_rights_follow_their_toggle_in_both_modes(tmp_path, namespa
                 for res in r["resources"] for v in r["verbs"]}
 
     _, on = render(tmp_path, {"watchNamespaces": namespaces})
-    assert kserve_grants(on) == {("inferenceservices", "get"), ("inferenceservices", "patch"),
-                                 ("llminferenceservices", "get")}
+    assert kserve_grants(on) == {("inferenceservices", v) for v in ("get", "list", "watch", "patch")} | {
+        ("llminferenceservices", v) for v in ("get", "list", "watch")}
     bound = [d for d in by_kind(on, "ClusterRoleBinding") + by_kind(on, "RoleBinding")
              if d["roleRef"]["name"] == "rel-inference-autoscaler-kserve"]
     if namespaces:

@@ -16,6 +16,7 @@ What it models (enough for the controller, and faithful where the controller's s
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 import re
@@ -387,10 +388,12 @@ class FakeKube:
                 return
         while not self.stopping and time.monotonic() < deadline:
             with self.lock:
+                # history is in resourceVersion order: start after `since` instead of scanning it all
+                start = bisect.bisect_right(self.history, since, key=lambda h: h[0])
                 batch = [
                     (rv, t, o)
-                    for rv, t, g, p, o in self.history
-                    if rv > since and g == group and p == plural and (not ns or o["metadata"].get("namespace") == ns)
+                    for rv, t, g, p, o in self.history[start:]
+                    if g == group and p == plural and (not ns or o["metadata"].get("namespace") == ns)
                 ]
                 if not batch:
                     self.changed.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
@@ -479,7 +482,10 @@ class FakeKube:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # the default backlog of 5 reset connections when many clients connect at once
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return f"http://127.0.0.1:{self.server.server_address[1]}"

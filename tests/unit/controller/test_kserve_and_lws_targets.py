@@ -179,3 +179,35 @@ def test_an_unknown_kind_with_a_scale_subresource_is_found_through_discovery(kub
     make_controller(api, source).run_once()
     assert kube.get("example.com", "inferencepools", "models", "pool")["spec"]["replicas"] > 1
     assert kube.calls("GET", r"^/apis/example.com/v1$")
+
+
+def test_cached_targets_read_a_scale_once_per_version_and_kserve_objects_from_the_watch(kube, api, source):
+    """A `/scale` target other than a Deployment is watched through its own resource: its Scale is read once
+    per resourceVersion of the object. InferenceServices come from their watch cache. Unchanged: no GET."""
+    import time
+
+    add_lws(kube, "llama-70b")
+    add_policy(
+        kube, name="llama-70b", kind="LeaderWorkerSet", api_version="leaderworkerset.x-k8s.io/v1", target="llama-70b"
+    )
+    isvc(kube, {"serving.kserve.io/deploymentMode": "Standard", "serving.kserve.io/autoscalerClass": "external"})
+    isvc_policy(kube)
+    now = time.time()
+    c = make_controller(api, source, clock=lambda: now)
+    c.sync()
+    c.reconciler.tick(now)
+    for k in range(1, 4):  # let both settle at what the load needs
+        c.sync()
+        c.reconciler.tick(now + 15 * k)
+    c.sync()
+    kube.reset_log()
+    c.reconciler.tick(now + 60)
+    gets = [p for m, p, q in kube.calls("GET") if "watch" not in q]
+    assert not [p for p in gets if p.endswith("/scale") or "/inferenceservices/" in p], gets
+    lws = kube.get("leaderworkerset.x-k8s.io", "leaderworkersets", "models", "llama-70b")
+    kube.put("leaderworkerset.x-k8s.io", "leaderworkersets", {**lws, "spec": {**lws["spec"], "replicas": 9}})
+    c.sync()
+    kube.reset_log()
+    c.reconciler.tick(now + 75)
+    assert len(kube.calls("GET", r"leaderworkersets/llama-70b/scale$")) == 1  # a new version: read once
+    assert c.reconciler.runtimes["models/llama-70b"].status["currentReplicas"] == 9

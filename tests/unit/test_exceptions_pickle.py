@@ -26,6 +26,7 @@ EXAMPLES: dict[str, tuple[Any, ...]] = {
     "autoscaler.targets.base.TargetBlocked": ("OwnedByHPA", "an HPA owns the replicas: delete it"),
     "autoscaler.sources.prom_api.SourceError": ("timeout", "no answer within 5 s"),
     "autoscaler.httpserve._BadRequest": (431, "request head over 8192 bytes"),
+    "simulations.bench.JobError": ("diurnal: hpa search: ValueError: x", "Traceback ...", True),
     "autoscaler.policy_loader.PolicyError": ([PolicyProblem("p.yaml", 3, "spec.replicas.max", "must be ≥ 1"),
                                               PolicyProblem("p.yaml", None, "", "not a mapping")],),
 }

@@ -29,6 +29,12 @@ class RoutedSource:
     def __init__(self, failover: FailoverMetricsSource, scrape: ScrapeMetricsSource, has_default_url: bool):
         self.failover, self.scrape, self.has_default_url = failover, scrape, has_default_url
 
+    @property
+    def policy_errors(self) -> dict[str, str]:
+        """Per policy, why the last collect could not query it at all (a Prometheus URL not on the
+        allow-list, a label selector PromQL cannot carry): the reconciler puts it in the status."""
+        return self.failover.policy_errors
+
     def collect(self, policies: Sequence[ModelScalingPolicy], now: float) -> dict[str, Signals]:
         if self.has_default_url:
             return self.failover.collect(policies, now)

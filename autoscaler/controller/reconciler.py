@@ -257,20 +257,27 @@ class Reconciler:
 
         signals: dict[str, Signals] = {}
         source_error: str | None = None
+        refused: dict[str, str] = {}
         if prepared:
             try:
                 signals = self.source.collect([p.policy for p in prepared], now)
+                refused = dict(getattr(self.source, "policy_errors", None) or {})
             except Exception as e:  # a broken source must not stop scaling decisions (they hold instead)
                 source_error = f"metric source failed: {type(e).__name__}: {e}"
                 self.metrics.source_errors.inc()
                 log.warning(source_error)
+
+        def why_missing(p: _Prepared) -> str | None:
+            """The source's own reason this policy has no metrics (whole source down, or this policy refused)."""
+            return source_error or refused.get(p.policy.key)
 
         def act(p: _Prepared) -> bool | None:
             if not self.is_leader():  # lost the lease mid-tick: stop acting at once
                 return None
             sig = signals.get(p.policy.key, Signals())
             return self._guarded(
-                p.raw, p.rt, now, "decide", self._act, p, sig, events, nodes, gpus_used, node_created, now, source_error
+                p.raw, p.rt, now, "decide", self._act, p, sig, events, nodes, gpus_used, node_created, now,
+                why_missing(p),
             )
 
         acted = self._run_phase(act, prepared, [p.rt for p in prepared])
@@ -280,7 +287,8 @@ class Reconciler:
         def record(p: _Prepared) -> None:
             if p.decided is None or not self.is_leader():
                 return None
-            return self._guarded(p.raw, p.rt, now, "record", self._record_decision, p, *p.decided, now, source_error)
+            return self._guarded(p.raw, p.rt, now, "record", self._record_decision, p, *p.decided, now,
+                                 why_missing(p))
 
         recorded = [p for p, wrote in zip(prepared, acted, strict=True) if wrote is not None]
         self._run_phase(record, recorded, [p.rt for p in recorded])

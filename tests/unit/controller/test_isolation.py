@@ -233,3 +233,22 @@ def test_healthz_fails_when_no_tick_completed_for_a_few_intervals(kube, api, sou
     clock[0] += 2
     ok, why = c.healthz()
     assert not ok and "no tick completed for 61s" in why
+
+
+def test_a_policy_naming_a_prometheus_url_off_the_allow_list_says_so_in_its_status(kube, api):
+    """The controller sends no request to a URL the chart did not allow; the policy holds and its
+    MetricsAvailable condition names the field and the fix (not a generic 'metrics missing')."""
+    from autoscaler.controller.metric_source import build_source
+
+    add_gpu_node(kube)
+    add_deployment(kube, "llama", replicas=2)
+    add_policy(kube, name="llama", target="llama",
+               metrics={"source": "prometheus", "prometheus": {"url": "http://169.254.169.254:9090"}})
+    src = build_source("http://127.0.0.1:1", lambda key: [], allowed_prometheus_urls=())
+    c = make_controller(api, src)
+    c.sync()
+    c.reconciler.tick(time.time())
+    cond = condition(status_of(kube, "llama"), "MetricsAvailable")
+    assert cond["status"] == "False" and "169.254.169.254" in cond["message"]
+    assert "allow" in cond["message"].lower()
+    assert _replicas(kube, "llama") == 2  # held: unknown data never scales down

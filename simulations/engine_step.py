@@ -95,6 +95,18 @@ class Book:
         self.queue_h = Histogram(REQUEST_LATENCY_BUCKETS)
         self.ttft_h = Histogram(TTFT_BUCKETS)
 
+    def add(self, arrival: float, prompt: int, output: int) -> int:
+        """One more request (a live caller, not a trace; no prefix-cache hashes); returns its index."""
+        assert self.hashes is None
+        for col in (self.computed, self.emitted, self.base, self.done_v, self.held, self.kref):
+            col.append(0)
+        self.qt.append(math.nan)
+        self.ttft.append(math.nan)
+        self.arr.append(arrival)
+        self.prompt.append(prompt)
+        self.out.append(output)
+        return len(self.arr) - 1
+
 
 class Engine:
     """One replica's vLLM engine. Time moves through `event` (the step or run in flight ends), `arrive`
@@ -261,6 +273,27 @@ class Engine:
             return False
         self.waiting.extend(ids[:-1])
         return self.arrive(ids[-1], t)
+
+    def abort(self, j: int, t: float) -> bool:
+        """The client of request j went away at t: vLLM's `finish_requests(..., FINISHED_ABORTED)` frees its
+        blocks and removes it from WAITING or RUNNING; the step in flight ends as planned (without j's
+        chunk) and the next one is scheduled without it. False if j is not here (finished)."""
+        if j in self.dec:
+            self.sync(t)
+            self._leave_dec(j)
+        elif j in self.pf:
+            self.pf.remove(j)
+            self._release_prefill(j)
+            self.chunks = [c for c in self.chunks if c[0] != j]
+        elif j in self.waiting:
+            self.waiting.remove(j)
+            return True
+        else:
+            return False
+        if self.mode == RUN and self.k > 1:  # the freed room counts from the next step on
+            self.k = 1
+            self.end = self.t0 + self.d0
+        return True
 
     def event(self, t: float) -> None:
         """The step or run in flight ends at t: apply it, then schedule the next step."""

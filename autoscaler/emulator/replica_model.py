@@ -1,27 +1,31 @@
 """The simulated replica behind the emulator's OpenAI-compatible API: one interface, one adapter.
 
 `ReplicaModel` is everything `autoscaler.emulator.openai` needs from a replica's timing model; swapping
-the model (e.g. for an engine-step model of vLLM V1's scheduler) means writing another class with these
-three methods and changing `default_replica_model` below, nothing else.
+the model means writing another class with these three methods and changing `default_replica_model`
+below, nothing else.
 
-`ServingProfileReplica` is today's model: `simulations.profiles.ServingProfile` with the per-replica rules
-of `simulations.fleet.RequestFleet`, made incremental (requests arrive live, not from a trace):
-- a request is admitted (FCFS) while the replica has a sequence slot (`max_num_seqs`) and KV room for
-  prompt + output tokens, reserved at admission (an empty replica admits anything);
-- admitted requests are prefilled one at a time at `prefill_tokens_per_second`; decode pauses while a
-  prefill runs. The first token is out when its prefill ends;
-- every decoding sequence gets one token per step; a step takes `itl(batch)`; a virtual token clock `v`
-  counts steps, so token k of a request whose first token came at v0 is out when v reaches v0 + k.
-tests/unit/profile/test_replica_model.py checks its first-token times against `RequestFleet` itself.
+`EngineReplica` is the simulated fleet's own replica: one `simulations.engine_step.Engine` (vLLM V1's
+scheduler step by step: token budget, chunked prefill, WAITING/RUNNING, KV blocks, preemption;
+docs/vllm-replica-model.md), the same code `simulations.fleet.RequestFleet` runs per replica, fed
+requests one at a time as they arrive instead of from a trace. The adapter only moves the engine's time:
+before an arrival at t it applies the engine's events that end before t (arrivals go first at equal
+times, as in the fleet); a read at t applies those that end by t. It reads a request's tokens off the
+engine's book (a decoding request has `base + v − prompt + 1` tokens out; `Engine` keeps `base + v` =
+its computed tokens). An aborted request is removed from the engine (`Engine.abort`, vLLM's
+`finish_requests`). tests/unit/profile/test_replica_model.py checks first-token times against
+`RequestFleet` on the same requests.
+
 Times are simulated seconds; `now` never goes backward (an earlier `now` is treated as the last one).
+When the engine is idle and empty, it is replaced by a fresh one, so a long-running emulator does not
+keep every request it ever served.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from simulations.engine_step import RUN, Book, Engine
 
 _EPS = 1e-9
 
@@ -53,153 +57,103 @@ class ReplicaModel(Protocol):
         ...
 
 
-class _Req:
-    __slots__ = ("arrival", "first_at", "out", "prompt", "v0")
-
-    def __init__(self, prompt: int, out: int, arrival: float) -> None:
-        self.prompt, self.out, self.arrival = prompt, out, arrival
-        self.first_at: float | None = None
-        self.v0 = 0.0
-
-
-class ServingProfileReplica:
-    """One replica of `simulations.fleet.RequestFleet`, fed request by request."""
+class EngineReplica:
+    """One replica of `simulations.fleet.RequestFleet` (its `Engine`), fed request by request."""
 
     def __init__(self, serving: Any) -> None:
-        self.rate = float(serving.prefill_tokens_per_second)
-        self.itl_a = float(serving.itl_base_seconds)
-        self.itl_b = float(serving.itl_per_sequence_seconds)
-        self.max_seqs = int(serving.max_num_seqs)
-        self.kv_cap = int(serving.kv_cache_tokens)
-        self.max_model_len = self.kv_cap
+        self.serving = serving
+        self.max_model_len = int(serving.kv_cache_tokens)
         self.t = 0.0
-        self.v = 0.0
-        self.kv_used = 0
-        self.waiting: deque[int] = deque()
-        self.pf: deque[int] = deque()
-        self.pf_end: float | None = None
-        self.dec: list[tuple[float, int]] = []  # (v at its last token, id)
-        self.reqs: dict[int, _Req] = {}
-        self.done: dict[int, int] = {}  # finished or aborted id -> tokens it got
-        self._next_id = 0
+        self.done: dict[int, tuple[int, float | None]] = {}  # finished before a reset, or aborted
+        self._live: set[int] = set()  # ids submitted and not yet forgotten or aborted
+        self._offset = 0  # id = offset + index in the current engine's book
+        self._fresh()
+
+    def _fresh(self) -> None:
+        self.book = Book([], [], [], None, [])
+        self.engine = Engine(self.serving, self.book, None, "ready", False)
 
     # ---- the interface --------------------------------------------------------------------------
     def submit(self, prompt_tokens: int, output_tokens: int, now: float) -> int:
         if prompt_tokens < 1 or output_tokens < 1:
             raise ValueError("prompt_tokens and output_tokens must be ≥ 1")
-        self._advance(now)
-        rid = self._next_id
-        self._next_id += 1
-        self.reqs[rid] = _Req(prompt_tokens, output_tokens, self.t)
-        self.waiting.append(rid)
-        self._admit()
-        self._start_prefill()
+        self._advance(now, arriving=True)
+        if self.engine.idle and not self.engine.busy_with_work() and self.book.arr:
+            self._reset()
+        i = self.book.add(self.t, prompt_tokens, output_tokens)
+        self.engine.arrive(i, self.t)
+        rid = self._offset + i
+        self._live.add(rid)
         return rid
 
     def progress(self, rid: int, now: float) -> Progress:
         self._advance(now)
         if rid in self.done:
-            n = self.done[rid]
-            return Progress(n, n, None, None)
-        r = self.reqs[rid]
-        if r.first_at is None:  # nothing about it changes before the replica's next event
-            return Progress(0, r.out, None, self._next_event())
-        k = 1 + int(self.v - r.v0 + 1e-6)
-        emitted = min(r.out, k)
-        if self.pf:  # decode pauses while a prefill runs
-            return Progress(emitted, r.out, r.first_at, self.pf_end)
-        nxt = self.t + max(0.0, r.v0 + emitted - self.v) * self._itl()
-        return Progress(emitted, r.out, r.first_at, nxt)
+            n, first = self.done[rid]
+            return Progress(n, n, first, None)
+        i = rid - self._offset
+        if rid not in self._live or i < 0:
+            raise KeyError(f"no request {rid}")
+        book, eng = self.book, self.engine
+        out = book.out[i]
+        ttft = book.ttft[i]
+        first = None if ttft != ttft else book.arr[i] + ttft
+        if i in eng.dec:  # decoding: computed tokens = base + v, one more sampled
+            eng.sync(self.t)
+            emitted = min(out, book.base[i] + eng.v - book.prompt[i] + 1)
+        else:
+            emitted = book.emitted[i]
+        if emitted >= out:
+            return Progress(out, out, first, None)
+        if not eng.mode:
+            return Progress(emitted, out, first, None)
+        # the step in flight ends at t0 + d0 in a run of decode steps, else at `end` (a nanosecond later, so
+        # that a read then sees it despite rounding)
+        nxt = eng.t0 + eng.d0 if i in eng.dec and eng.mode == RUN else eng.end
+        return Progress(emitted, out, first, nxt + _EPS)
 
     def abort(self, rid: int, now: float) -> None:
         self._advance(now)
-        r = self.reqs.pop(rid, None)
-        if r is None:
+        if rid not in self._live:
             return
-        if rid in self.waiting:
-            self.waiting.remove(rid)
-            self.done[rid] = 0
-            return
-        self.kv_used -= r.prompt + r.out
-        if rid in self.pf:
-            head = self.pf[0] == rid
-            self.pf.remove(rid)
-            if head:
-                self.pf_end = None
-        else:
-            self.dec = [e for e in self.dec if e[1] != rid]
-            heapq.heapify(self.dec)
-        self.done[rid] = 0
-        self._admit()
-        self._start_prefill()
+        self._live.discard(rid)
+        i = rid - self._offset
+        if i >= 0:
+            self.engine.abort(i, self.t)
+        self.done.pop(rid, None)
 
     def forget(self, rid: int) -> None:
         """Drop the record of a finished request (the server calls this once it has answered)."""
         self.done.pop(rid, None)
+        self._live.discard(rid)
 
-    # ---- the serving rules (as in simulations.fleet) -------------------------------------------
-    def _itl(self) -> float:
-        return self.itl_a + self.itl_b * len(self.dec)
+    # ---- time -----------------------------------------------------------------------------------
+    def _advance(self, now: float, arriving: bool = False) -> None:
+        """Apply the engine's events up to `now` (those ending at `now` too, unless a request arrives then:
+        the fleet takes arrivals first)."""
+        t = max(self.t, now)
+        eng = self.engine
+        while eng.mode and (eng.end < t or (eng.end == t and not arriving)):
+            eng.event(eng.end)
+        self.t = t
 
-    def _sync(self, t: float) -> None:
-        if self.dec and not self.pf and t > self.t:
-            self.v += (t - self.t) / self._itl()
-        self.t = max(self.t, t)
-
-    def _next_event(self) -> float | None:
-        if self.pf:
-            return self.pf_end
-        if self.dec:
-            return self.t + max(0.0, self.dec[0][0] - self.v) * self._itl()
-        return None
-
-    def _advance(self, now: float) -> None:
-        while True:
-            te = self._next_event()
-            if te is None or te > now:
-                break
-            self._sync(te)
-            if self.pf:
-                rid = self.pf.popleft()
-                self.pf_end = None
-                r = self.reqs[rid]
-                r.first_at = te
-                r.v0 = self.v
-                if r.out > 1:
-                    heapq.heappush(self.dec, (self.v + r.out - 1, rid))
-                else:
-                    self._finish(rid)
-            else:
-                v_done = self.v + 1e-6
-                while self.dec and self.dec[0][0] <= v_done:
-                    self._finish(heapq.heappop(self.dec)[1])
-            self._admit()
-            self._start_prefill()
-        self._sync(now)
-
-    def _finish(self, rid: int) -> None:
-        r = self.reqs.pop(rid)
-        self.kv_used -= r.prompt + r.out
-        self.done[rid] = r.out
-
-    def _admit(self) -> None:
-        while self.waiting and len(self.pf) + len(self.dec) < self.max_seqs:
-            r = self.reqs[self.waiting[0]]
-            need = r.prompt + r.out
-            if self.kv_used + need > self.kv_cap and (self.pf or self.dec):
-                break
-            self.pf.append(self.waiting.popleft())
-            self.kv_used += need
-
-    def _start_prefill(self) -> None:
-        if self.pf and self.pf_end is None:
-            self.pf_end = self.t + self.reqs[self.pf[0]].prompt / self.rate
+    def _reset(self) -> None:
+        """The engine is idle and empty: keep what the live ids got, start a fresh engine."""
+        book, n = self.book, len(self.book.arr)
+        for rid in self._live:
+            i = rid - self._offset
+            if 0 <= i < n:
+                ttft = book.ttft[i]
+                self.done[rid] = (book.emitted[i], None if ttft != ttft else book.arr[i] + ttft)
+        self._live.clear()
+        self._offset += n
+        self._fresh()
 
 
-def default_replica_model(serving: Any = None) -> ServingProfileReplica:
+def default_replica_model(serving: Any = None) -> EngineReplica:
     """The replica model the emulator serves (the one place to swap it)."""
     if serving is None:
         from simulations.profiles import ServingProfile
 
         serving = ServingProfile()
-    return ServingProfileReplica(serving)
+    return EngineReplica(serving)

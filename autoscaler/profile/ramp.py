@@ -185,12 +185,14 @@ async def ramp(client: httpx.AsyncClient, ep: Endpoint, mix: LengthMix, slo: SLO
                cfg: RampConfig, on_tick: Callable[[Tick], None] | None = None,
                on_stage: Callable[[StageSummary], None] | None = None) -> Profile:
     """Stages until the knee is found (see `knee`)."""
-    rng = np.random.default_rng(cfg.seed)
     stages: list[StageSummary] = []
     idle = 0.0
     while (rate := next_rate(plan, [(s.rate, s.holds) for s in stages])) is not None:
         # the first stage measures the idle TTFT (queue-time SLOs need it), so it always runs to the end
         deadline = slo.deadline(idle) if stages else None
+        # each stage its own stream (seed, stage): what a stage sends does not depend on where an earlier
+        # stage that broke stopped drawing
+        rng = np.random.default_rng([cfg.seed, len(stages)])
         m = await run_stage(client, ep, mix, rate, cfg, rng, len(stages), on_tick, deadline, slo.quantile)
         if not stages:
             idle = idle_ttft(m.results)

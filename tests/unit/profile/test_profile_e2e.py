@@ -76,14 +76,20 @@ def test_profile_finds_the_simulated_replicas_knee(emulator_url: str, tmp_path: 
         "profile", "--url", emulator_url, "--prompt-tokens", str(PROMPT), "--output-tokens", str(OUTPUT),
         "--ttft", str(SLO_TTFT), "--quantile", str(QUANTILE), "--start-rate", "2", "--growth", "1.5",
         "--refine-steps", "3", "--warmup", "20", "--stage-seconds", "30", "--time-scale", str(SPEED),
-        "--timeout", "60", "--out", str(out)])
+        "--timeout", "60", "--seed", "0", "--out", str(out)])
     wall = time.monotonic() - t0
     print(r.output)
     assert r.exit_code == 0, r.output
     text = out.read_text()
     knee = float(text.split("# knee ", 1)[1].split(" req/s", 1)[0])
     print(f"knee {knee:.3f} req/s vs true {truth:.3f} req/s ({knee / truth - 1:+.1%}); profile took {wall:.0f} s")
-    assert abs(knee / truth - 1) <= 0.15, (knee, truth, r.output)
+    # Each stage sends what a fixed seed (--seed, stage index) draws; what still varies is wall-clock
+    # jitter (×5 in simulated time on a loaded machine), which mostly delays first tokens. A chance miss can
+    # only make a stage break (lower the knee), never make one above the knee hold; a stage of ~100 judged
+    # requests near the knee may break by chance, and the knee then lands a rung or two of the bisection
+    # (0.19 req/s each, ~5%) lower. Hence asymmetric: −25% (every bisection stage breaking by chance, knee
+    # 3 req/s = −21%, still passes) to +15%. Measured: 3.75 req/s (−1.4%) in 5 of 5 runs (docs/profile.md).
+    assert -0.25 <= knee / truth - 1 <= 0.15, (knee, truth, r.output)
 
     cap = yaml.safe_load(text)["capacity"]
     # one replica at the knee is exactly one replica busy in the policy's capacity model

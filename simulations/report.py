@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
 from autoscaler.strictjson import NULL_REASONS, dumps_strict, strict_json
 from simulations.runner import RunResult
@@ -23,25 +21,6 @@ def _fmt_s(x: float) -> str:
     if not np.isfinite(x):
         return "∞"
     return f"{x:.2f}" if x < 100 else f"{x:.0f}"
-
-
-def results_table(title: str, results: Sequence[RunResult], slo_target: float = 0.99) -> Table:
-    table = Table(title=title)
-    for col in ("policy", "attainment", "GPU-h", "TTFT p50", "p90", "p99", "queue p99", "scale events",
-                "wall s"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for r in results:
-        o = r.outcome
-        att = f"{100 * o.attainment:.2f}%"
-        att = f"[green]{att}[/]" if o.attainment >= slo_target else f"[red]{att}[/]"
-        table.add_row(r.label, att, f"{o.gpu_hours:.2f}", _fmt_s(o.ttft_p50_seconds), _fmt_s(o.ttft_p90_seconds),
-                      _fmt_s(o.ttft_p99_seconds), _fmt_s(o.queue_p99_seconds), str(o.scale_events),
-                      f"{r.wall_seconds:.2f}")
-    return table
-
-
-def print_results(console: Console, title: str, results: Sequence[RunResult], slo_target: float = 0.99) -> None:
-    console.print(results_table(title, results, slo_target))
 
 
 __all__ = ["NULL_REASONS", "dumps_strict", "strict_json", "write_json"]

@@ -64,13 +64,6 @@ class SloSpec(_Model):
     target_attainment: float = Field(0.99, gt=0, le=1)
 
 
-class SweepSpec(_Model):
-    static: list[int] = Field(default_factory=list)
-    hpa: list[float] = Field(default_factory=list, description="target running requests per pod")
-    keda: list[float] = Field(default_factory=list, description="threshold on sum(waiting)")
-    kpa: list[float] = Field(default_factory=list, description="per-pod container concurrency")
-
-
 class Scenario(_Model):
     name: str
     description: str = ""
@@ -86,8 +79,6 @@ class Scenario(_Model):
     max_replicas: int = Field(60, ge=1)
     start_time: str | None = Field(None, description="ISO time of t = 0; default: the trace's own, else a Monday")
     seed: int = 1
-    sweeps: SweepSpec = SweepSpec()
-    quick: SweepSpec | None = Field(None, description="smaller sweeps for bench --quick")
     quick_limit_seconds: float | None = Field(None, gt=0, description="trace length for bench --quick")
 
     @model_validator(mode="after")

@@ -195,7 +195,10 @@ def test_flash_crowd_drill(workspace: Callable[[str], Workspace]) -> None:
     # So individual samples spread (and a loaded 2-core machine adds seconds); what the controller learns
     # is a robust statistic of them, and that is what must match the configured boot.
     lo, hi = NODE_BOOT + NODE_TOLERANCE[0], NODE_BOOT + NODE_TOLERANCE[1]
-    assert any(lo <= x <= hi for x in node_samples), node_samples
+    # Some pod waited about one boot. Its sample is the difference of two whole-second timestamps (each
+    # truncated) taken while the provisioner already counted from the pod's Pending event, so it can read
+    # up to 2 s short of the boot ([4, 4, 4, 4, 67, 67] was seen on a loaded machine with a 6 s boot).
+    assert any(lo - 1.0 <= x <= hi for x in node_samples), node_samples
     node_est = learned["node_provisioning/default"]["medianSeconds"]
     assert lo <= node_est <= hi, (node_est, node_samples, learned)
 

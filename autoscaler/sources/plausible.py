@@ -13,36 +13,19 @@ from __future__ import annotations
 
 import math
 
+from autoscaler.core.stages.readings import PLAUSIBLE
 from autoscaler.sources.engines import SignalName
 
-# Per model, summed (or averaged) over all its replicas: (lowest, highest) plausible value.
-# - running/waiting: 10,000 replicas x 1,000 sequences each is 1e7.
-# - request rate 1e6/s and token rates 1e9/s: 10,000 replicas at 100 requests/s or 100,000 tokens/s each.
-# - KV-cache use is a fraction of the cache (vLLM computes 1 - free/total): [0, 1].
-# - latency quantiles: a week.
-BOUNDS: dict[SignalName, tuple[float, float]] = {
-    SignalName.REQUEST_RATE: (0.0, 1e6),
-    SignalName.PROMPT_TOKENS_RATE: (0.0, 1e9),
-    SignalName.GENERATION_TOKENS_RATE: (0.0, 1e9),
-    SignalName.RUNNING: (0.0, 1e7),
-    SignalName.WAITING: (0.0, 1e7),
-    SignalName.KV_CACHE_USAGE: (0.0, 1.0),
-    SignalName.QUEUE_TIME_P90: (0.0, 7 * 86400.0),
-    SignalName.TTFT_P90: (0.0, 7 * 86400.0),
-}
+# Per model, summed (or averaged) over all its replicas: (lowest, highest) plausible value. One table for
+# the sources and the decision core (`autoscaler.core.stages.readings.PLAUSIBLE`, which says why each).
+BOUNDS: dict[SignalName, tuple[float, float]] = {s: PLAUSIBLE[s.value] for s in SignalName}
 
 # A counter or histogram bucket count beyond 2**53 has lost integer precision: its increases are noise.
 MAX_COUNT = float(2**53)
 
-# KV use is computed in floating point; a hair over 1 is rounding, not garbage.
-_FRACTION_SLACK = 1e-6
-
-
 def plausible(signal: SignalName, value: float) -> bool:
     """True when `value` is finite and inside the signal's physical bounds."""
     lo, hi = BOUNDS[signal]
-    if signal is SignalName.KV_CACHE_USAGE:
-        hi += _FRACTION_SLACK
     return math.isfinite(value) and lo <= value <= hi
 
 

@@ -19,18 +19,22 @@ from dataclasses import dataclass
 from autoscaler.core.signals import LatencyHistogram, Measured, Signals, age_within
 from autoscaler.policy import PolicySpec
 
-# Plausible range of each signal, for a whole fleet of one model. Far beyond any real deployment (a
-# thousand replicas at a hundred thousand tokens/s is 1e8 tokens/s) and tight enough that garbage such
-# as 1e308 waiting sequences or a KV-cache use above 100% is recognised as garbage.
+# Plausible range of each signal, for a whole fleet of one model: the one table the sources and the decision
+# both check (`autoscaler.sources.plausible` derives its bounds from it). Far beyond any real fleet and
+# tight enough that garbage such as 1e308 waiting sequences or a KV-cache use above 100% is recognised:
+# - running/waiting: 10,000 replicas (replicas.max's bound) x 1,000 sequences each is 1e7;
+# - request rate 1e6/s and token rates 1e9/s: 10,000 replicas at 100 requests/s or 100,000 tokens/s each;
+# - KV-cache use is a fraction of the cache (vLLM computes 1 - free/total), a hair over 1 being rounding;
+# - latency quantiles: a week.
 PLAUSIBLE: dict[str, tuple[float, float]] = {
-    "request_rate": (0.0, 1e7),  # requests/s
-    "prompt_tokens_rate": (0.0, 1e10),  # tokens/s
-    "generation_tokens_rate": (0.0, 1e10),  # tokens/s
-    "running": (0.0, 1e6),  # sequences
-    "waiting": (0.0, 1e6),  # sequences
-    "kv_cache_usage": (0.0, 1.0 + 1e-9),  # fraction of the KV cache in use (a mean over replicas)
-    "queue_time_p90_seconds": (0.0, 86400.0),
-    "ttft_p90_seconds": (0.0, 86400.0),
+    "request_rate": (0.0, 1e6),  # requests/s
+    "prompt_tokens_rate": (0.0, 1e9),  # tokens/s
+    "generation_tokens_rate": (0.0, 1e9),  # tokens/s
+    "running": (0.0, 1e7),  # sequences
+    "waiting": (0.0, 1e7),  # sequences
+    "kv_cache_usage": (0.0, 1.0 + 1e-6),  # fraction of the KV cache in use (a mean over replicas)
+    "queue_time_p90_seconds": (0.0, 7 * 86400.0),
+    "ttft_p90_seconds": (0.0, 7 * 86400.0),
 }
 MAX_HISTOGRAM_COUNT = 1e12  # requests in one rate window
 # Signals whose absence is not a fault (see the module docstring).

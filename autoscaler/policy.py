@@ -290,6 +290,40 @@ class ColdStartSpec(_Spec):
     )
 
 
+class WarmCapacitySpec(_Spec):
+    """Warm capacity: placeholder pods at a low PriorityClass that hold the replica's GPUs on nodes where
+    the model's image (and optionally its weights) is cached. A real replica preempts one through the
+    scheduler's priority preemption and skips node provisioning and image pull (and model download when
+    weights are pre-staged). The decision sizes the pool within [minSlots, maxSlots]; every slot costs
+    GPU-hours like a replica. See docs/warm-capacity.md."""
+
+    enabled: bool = False
+    min_slots: int = Field(default=0, ge=0, le=MAX_REPLICAS, description="placeholders always kept")
+    max_slots: int = Field(default=2, ge=0, le=MAX_REPLICAS, description="placeholders at most")
+    priority_class_name: str = Field(
+        default="inference-autoscaler-warm", min_length=1, max_length=253,
+        description="a PriorityClass below the replicas' (the chart creates this one)",
+    )
+    image: str | None = Field(
+        default=None, min_length=1, max_length=1024,
+        description="image the placeholder runs with a no-op command; default: the target's first container's",
+    )
+    weights_cache_path: str | None = Field(
+        default=None, pattern=r"^/", max_length=1024,
+        description="node-local path the placeholder pre-stages weights into; unset: weights not pre-staged",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> WarmCapacitySpec:
+        if self.min_slots > self.max_slots:
+            raise ValueError(f"minSlots ({self.min_slots}) must be ≤ maxSlots ({self.max_slots})")
+        return self
+
+    @property
+    def prestages_weights(self) -> bool:
+        return self.weights_cache_path is not None
+
+
 class PanicSpec(_Spec):
     """When the SLO is already breached, scale up without the usual rate limit and hold scale-down."""
 
@@ -354,6 +388,7 @@ class PolicySpec(_Spec):
     scale_up: ScaleUpSpec = ScaleUpSpec()
     scale_down: ScaleDownSpec = ScaleDownSpec()
     on_missing_metrics: MissingMetricsSpec = MissingMetricsSpec()
+    warm_capacity: WarmCapacitySpec = WarmCapacitySpec()
     interval_seconds: float = Field(default=15.0, ge=1, le=HOUR, description="control interval")
     dry_run: bool = Field(default=False, description="decide and record, never write to the target")
 

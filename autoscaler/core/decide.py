@@ -56,6 +56,8 @@ class Decision:
     missing_signals: tuple[str, ...] = ()
     # Signals whose fresh value was outside its plausible range (readings.PLAUSIBLE), for the source's error count.
     implausible_signals: tuple[str, ...] = ()
+    # Placeholder pods to keep (spec.warmCapacity); 0 when warm capacity is off.
+    warm_slots: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,9 @@ class ClusterFacts:
 
     free_replica_slots: int | None = None  # replicas that fit on GPUs already free on ready nodes
     image_cached: bool | None = None
+    # Placeholder pods (spec.warmCapacity) holding GPUs now: that many new replicas land warm (no node
+    # provisioning, no image pull; no model download when weights are pre-staged). None: unknown / none.
+    warm_slots: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,7 @@ class StageObservation:
 
     stage: Stage
     seconds: float
-    situation: str = "default"  # e.g. "cached"/"uncached" for image_pull
+    situation: str = "default"  # e.g. "cached"/"uncached" for image_pull, "warm" on a warm slot
 
 
 @dataclass(frozen=True, slots=True)

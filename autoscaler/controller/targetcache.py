@@ -26,6 +26,7 @@ from autoscaler.targets.reads import DirectReads
 
 log = logging.getLogger(__name__)
 Kind = tuple[str, str, str]  # group, version, plural
+PRUNE_EVERY = 256  # memo writes between two sweeps for deleted targets
 
 
 def _selector_string(sel: Any) -> str | None:
@@ -92,6 +93,7 @@ class TargetCache:
         self._lock = threading.Lock()
         self._stop: threading.Event | None = None
         self.fallbacks = 0  # reads the cache could not answer (a GET instead)
+        self._memo_writes = 0  # memo entries stored since the last prune
 
     # -- informers ---------------------------------------------------------------------------------
     @property
@@ -178,7 +180,33 @@ class TargetCache:
         with self._lock:
             self._scales[key] = (rv, scale)
             self._written.pop(key, None)
+            self._memo_writes += 1
+            due = self._memo_writes >= PRUNE_EVERY
+            if due:
+                self._memo_writes = 0
+        if due:
+            self.prune()
         return scale
+
+    def prune(self) -> int:
+        """Drop the memos of targets a synced watch no longer holds (deleted objects, renamed targets), so
+        a long-running controller's memory follows the live targets, not every target it ever read.
+        Returns how many entries were dropped."""
+        with self._lock:
+            keys = set(self._scales) | set(self._written)
+            informers = {kind: dict(per_ns) for kind, per_ns in self._informers.items()}
+        gone = []
+        for key in keys:
+            kind, namespace, name = key
+            per_ns = informers.get(kind) or {}
+            inf = per_ns.get(namespace) or per_ns.get(None)
+            if inf is not None and inf.available and inf.synced.is_set() and inf.get(f"{namespace}/{name}") is None:
+                gone.append(key)
+        with self._lock:
+            for key in gone:
+                self._scales.pop(key, None)
+                self._written.pop(key, None)
+        return len(gone)
 
     def wrote(
         self, group: str, version: str, plural: str, namespace: str, name: str, before: str | None, answer: Obj

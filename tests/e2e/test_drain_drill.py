@@ -125,7 +125,9 @@ def test_cordon_and_drain_keeps_the_slo(workspace: Callable[[str], Workspace]) -
     ws.create_deployment(model_deployment(APP, REPLICAS, pool=ws.namespace, ready_delay=READY_DELAY,
                                           running_delay=RUNNING_DELAY))
     ws.wait_ready(APP, REPLICAS, timeout=READY_DELAY + 30)
-    client.PolicyV1Api(ws.cluster.api_client()).create_namespaced_pod_disruption_budget(ws.namespace, pdb(APP))
+    policy_api = client.PolicyV1Api(ws.cluster.api_client())
+    policy_api.create_namespaced_pod_disruption_budget(ws.namespace, pdb(APP))
+    ws.defer(lambda: policy_api.delete_namespaced_pod_disruption_budget(APP, ws.namespace))
     prov = ws.provisioner(delay=NODE_BOOT, max_nodes=1, gpus_per_node=GPUS_PER_NODE)
     trace = steady_trace(RPS, 400.0)
     emu = ws.emulator(trace, APP, MODEL)

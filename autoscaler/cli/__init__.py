@@ -22,6 +22,7 @@ _COMMANDS: dict[str, str] = {
     "emulate": "autoscaler.cli.emulate:emulate",
     "backtest": "autoscaler.cli.backtest:backtest",
     "run": "autoscaler.cli.run:run",
+    "drain-check": "autoscaler.cli.drain_check:drain_check_command",
     "profile": "autoscaler.cli.profile:profile",
 }
 

@@ -43,6 +43,7 @@ from autoscaler.controller.conditions import (
     merge_patch,
     set_condition,
 )
+from autoscaler.controller.drain import DrainWatch
 from autoscaler.controller.events import EventRecorder
 from autoscaler.controller.podindex import LabelPodIndex
 from autoscaler.controller.status import decision_status, learned_status, state_fingerprint, status_fingerprint
@@ -175,6 +176,7 @@ class Reconciler:
         self.is_leader = is_leader
         self.max_backoff_seconds = max_backoff_seconds
         self.observer = ColdStartObserver()
+        self.drain = DrainWatch()  # replicas on cordoned/tainted nodes: the surge's input, status.drain, events
         self.runtimes: dict[str, PolicyRuntime] = {}
         self._facts_memo: tuple[list[Obj], dict[tuple[Any, ...], ClusterFacts]] | None = None  # this tick's
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="reconcile")
@@ -192,6 +194,7 @@ class Reconciler:
         raws = {self._key(r): r for r in self.list_policies()}
         for gone in [k for k in self.runtimes if k not in raws]:
             del self.runtimes[gone]
+            self.drain.forget(gone)
             ns, _, name = gone.partition("/")
             self.metrics.forget(ns, name)
         for key in raws:
@@ -495,6 +498,7 @@ class Reconciler:
         policy, rt, reading = p.policy, p.rt, p.reading
         spec, key = policy.spec, policy.key
         counts = replica_counts(reading.replicas, p.pods, now)
+        counts = replace(counts, leaving=self.drain.leaving(key, p.pods, nodes))
         observations = self.observer.observe(key, p.pods, events, node_created)
         facts = self._facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
         sig = replace(signals, replicas=counts, cluster=facts, observations=observations)
@@ -823,6 +827,9 @@ class Reconciler:
             coreState=rt.state.to_dict(),
             conditions=conds,
         )
+        drain = self.drain.report(policy.key, raw, d, self.recorder, desc)
+        if drain or "drain" in status:
+            status["drain"] = drain
         mark = self.observer.watermark(policy.key)
         if mark is not None:
             status["coldStartWatermark"] = mark

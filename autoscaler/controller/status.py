@@ -78,6 +78,8 @@ def status_fingerprint(status: dict[str, Any]) -> tuple[Any, ...]:
         tuple(_cond_key(c) for c in status.get("conditions") or ()),
         samples,
         capacity,
+        tuple((e.get("node"), e.get("replicas"), e.get("replacementsReady"), e.get("safe"))
+              for e in status.get("drain") or () if isinstance(e, dict)),
     )
 
 

@@ -21,6 +21,7 @@ from autoscaler.core.signals import Signals, age_within
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
 from autoscaler.core.stages.capacity import Capacity, capacity
 from autoscaler.core.stages.demand import Demand, demand
+from autoscaler.core.stages.leaving import surge
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import Panic, panic
 from autoscaler.core.stages.predictive import Predictive, predictive
@@ -112,7 +113,7 @@ def decide(
     current = replicas.desired
     r = read(policy, signals)
     if not r.demand_known:
-        return _missing_metrics(policy, state, now, current, floor, top, lead, r)
+        return _missing_metrics(policy, state, now, current, floor, top, lead, r, replicas.leaving)
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, r.kv_cache_usage, not r.unknown, state.capacity,
@@ -142,6 +143,10 @@ def decide(
     if r.unknown and desired <= (held := missing_target(policy, current)):
         desired, reason = held, Reason.METRICS_MISSING  # scale up on what is known, never down
     desired, reason = clamp(desired, reason, floor, top)
+    sg = surge(desired, recommended, replicas.leaving, top, stuck)
+    if sg.added:
+        desired, reason = sg.replicas, (Reason.SCALE_UP_LEAVING if sg.replicas > current else reason)
+    components.update(sg.explain())
 
     next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn)
     d = Decision(
@@ -155,7 +160,7 @@ def decide(
         panic=pn.active,
         metrics_fresh=not r.unknown,
         unschedulable_stuck=stuck,
-        message=_message(reason, desired, current, b.binding, b.raw, stuck, top, r.unknown, policy),
+        message=_message(reason, desired, current, b.binding, b.raw, stuck, top, r.unknown, policy) + sg.message(top),
         missing_signals=r.unknown,
         implausible_signals=r.implausible,
     )
@@ -184,7 +189,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
 
 
 def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: int, floor: int, top: int,
-                     lead: LeadTime, r: Readings) -> DecisionResult:
+                     lead: LeadTime, r: Readings, leaving: int = 0) -> DecisionResult:
     """Demand unknown: never scale down; do what the policy says (hold, floor or a fixed fallback). Only
     replicas.max, a bound the user configured, may lower the count, and the decision says so."""
     action = policy.on_missing_metrics.action
@@ -192,9 +197,12 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
     reason, bind = Reason.METRICS_MISSING, f"onMissingMetrics:{action}"
     if desired < current:
         reason, bind = Reason.SCALE_DOWN_MAX, "max"
+    held, sg = desired, surge(desired, desired, leaving, top)  # demand unknown: what is held is the need
+    if sg.added:
+        desired, reason = sg.replicas, (Reason.SCALE_UP_LEAVING if sg.replicas > current else reason)
     unknown = tuple(n for n in ("prompt_tokens_rate", "generation_tokens_rate") if n not in r.unknown) + r.unknown
     recs = remember_max(since(state.recommendations, now - stabilization_window_seconds(policy, lead), now), now,
-                        desired)
+                        held)
     decisions = remember_extremes(since(state.decisions, now - _rate_limit_period(policy), now), now, desired)
     next_state = replace(state, recommendations=recs, decisions=decisions, last_waiting=None,
                          panic_until=panic(policy, None, None, state.panic_until, now).until)
@@ -203,13 +211,13 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
         current_replicas=current,
         reason=reason,
         binding=bind,
-        components={"floor": floor, "max": top},
+        components={"floor": floor, "max": top, **sg.explain()},
         lead_time_seconds=lead.high_seconds,
         forecast_work=None,
         panic=False,
         metrics_fresh=False,
         unschedulable_stuck=0,
-        message=_missing_message(action, desired, current, top),
+        message=_missing_message(action, desired, current, top) + sg.message(top),
         missing_signals=unknown,
         implausible_signals=r.implausible,
     )

@@ -10,6 +10,7 @@ class Reason(str, Enum):
     SCALE_UP_REACTIVE = "ScaleUpReactive"
     SCALE_UP_FLOOR = "ScaleUpFloor"
     SCALE_UP_RATE_LIMITED = "ScaleUpRateLimited"
+    SCALE_UP_LEAVING = "ScaleUpLeaving"  # replacements for replicas on cordoned/draining nodes
     SCALE_DOWN = "ScaleDown"
     SCALE_DOWN_MAX = "ScaleDownToMax"
     STABILIZING = "HoldStabilizing"

@@ -63,6 +63,9 @@ class ReplicaCounts:
     starting: tuple[StartingReplica, ...] = ()
     terminating: int = 0
     age_seconds: float = 0.0
+    # Replicas (ready or starting) on nodes that are leaving (cordoned, or tainted NoSchedule/NoExecute with a
+    # taint the pods do not tolerate): they are going, the fleet replaces them first (stages/leaving.py).
+    leaving: int = 0
 
     @property
     def unschedulable(self) -> int:

@@ -113,3 +113,45 @@ def cluster_facts(
         elif fitting:
             cached = all(_has_image(n, image) for n in fitting)
     return ClusterFacts(free_replica_slots=slots, image_cached=cached)
+
+
+# -- leaving nodes (cordon / drain) ---------------------------------------------------------------------
+# A node is leaving for a pod when the pod will be evicted from it or must not be placed there again:
+# the node is cordoned (spec.unschedulable; `kubectl cordon` also adds node.kubernetes.io/unschedulable),
+# or it carries a NoSchedule/NoExecute taint the pod does not tolerate. A taint the pod tolerates (the GPU
+# taint the replica pods carry a toleration for) does not make it leave, except a NoExecute toleration with
+# tolerationSeconds: the pod is tolerated only that long, then evicted (the node lifecycle controller's
+# not-ready/unreachable taints, tolerated 300 s by default, are the common case).
+_LEAVING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def _matches(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """Kubernetes' ToleratesTaint: an empty effect matches every effect; operator Exists with an empty key
+    matches every taint; Equal (the default) needs the same key and value."""
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return not toleration.get("key") or toleration.get("key") == taint.get("key")
+    return toleration.get("key") == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def _tolerated_for_good(tolerations: list[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
+    matching = [t for t in tolerations if _matches(t, taint)]
+    if not matching:
+        return False
+    if taint.get("effect") != "NoExecute":
+        return True
+    return any(t.get("tolerationSeconds") is None for t in matching)
+
+
+def leaving_reason(node: Mapping[str, Any], pod_spec: Mapping[str, Any]) -> str | None:
+    """Why a pod with this spec is leaving this node, or None when it is staying."""
+    spec = node.get("spec") or {}
+    if spec.get("unschedulable"):
+        return "cordoned"
+    tolerations = list(pod_spec.get("tolerations") or ())
+    for taint in spec.get("taints") or ():
+        if taint.get("effect") in _LEAVING_EFFECTS and not _tolerated_for_good(tolerations, taint):
+            value = f"={taint.get('value')}" if taint.get("value") else ""
+            return f"taint {taint.get('key')}{value}:{taint.get('effect')}"
+    return None

@@ -133,6 +133,8 @@ class Signals:
     ttft_p90_seconds: Measured = MISSING
     ttft_histogram: LatencyHistogram | None = None
     queue_time_histogram: LatencyHistogram | None = None
+    # Prompt lengths (tokens) of recent requests, `vllm:request_prompt_tokens`: same cumulative-bucket form.
+    prompt_tokens_histogram: LatencyHistogram | None = None
     replicas: ReplicaCounts | None = None
     cluster: ClusterFacts = ClusterFacts()
     observations: tuple[StageObservation, ...] = field(default_factory=tuple)

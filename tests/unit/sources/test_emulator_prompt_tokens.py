@@ -75,3 +75,32 @@ def test_the_simulated_replicas_count_each_finished_requests_prompt() -> None:
     expected = np.bincount(np.searchsorted(PROMPT_TOKEN_BUCKETS, prompts, side="left"),
                            minlength=len(PROMPT_TOKEN_BUCKETS) + 1)
     assert np.array_equal(hist, expected)
+
+
+def test_scraping_the_emulator_gives_the_prompt_histogram_of_the_window(tmp_path) -> None:
+    from autoscaler.sources.scrape import ScrapeMetricsSource
+
+    from .helpers import fresh_telemetry, msp
+    from .test_emulator import make_server
+
+    server, clock, _ = make_server(tmp_path, replicas=2)
+    server.start()
+    try:
+        tel, _ = fresh_telemetry()
+        src = ScrapeMetricsSource(lambda p: [server.replica_url(r.replica_id) for r in server.driver.snapshot.replicas],
+                                  telemetry=tel)
+        d = server.driver
+        d.stop()  # drive the clock by hand
+        clock.t += 60
+        d.step()
+        before = sum(r.request_success for r in d.snapshot.replicas)
+        src.collect([msp("m")], clock.t)
+        clock.t += 30
+        d.step()
+        after = sum(r.request_success for r in d.snapshot.replicas)
+        h = src.collect([msp("m")], clock.t)["default/m"].prompt_tokens_histogram
+        assert h is not None and after > before
+        assert h.total == after - before  # one observation per request finished in the window
+        assert h.share_within(2000) == 1.0 and h.share_within(100) == 0.0  # prompts 200-1500: buckets (100, 2000]
+    finally:
+        server.stop()

@@ -34,6 +34,9 @@ MAX_STAGE_SECONDS = 2 * HOUR  # one cold-start stage prior (lead time ≤ 5 stag
 MAX_FORECAST_HISTORY_STEPS = 100_000  # the forecaster's ring buffer (default: 14 days at 60 s = 20,160)
 MIN_FORECAST_HISTORY_STEPS = 10
 MAX_TIMEZONE_LENGTH = 64  # the longest IANA name is 32 characters
+# A TTFT SLO slope: prefill runs at ≥ ~1,000 tokens/s on any GPU that serves an LLM, so more than a minute
+# per 1,000 prompt tokens is a typo (docs/slo.md).
+MAX_SECONDS_PER_KILO_TOKENS = 60.0
 
 PositiveSeconds = Annotated[float, Field(gt=0, le=DAY)]
 NonNegativeSeconds = Annotated[float, Field(ge=0, le=DAY)]
@@ -130,11 +133,16 @@ class SLOSpec(_Spec):
     ttft_seconds: Annotated[float, Field(gt=0, le=HOUR)] | None = 2.0
     queue_time_seconds: Annotated[float, Field(gt=0, le=HOUR)] | None = None
     quantile: float = Field(default=0.99, gt=0, lt=1, description="share of requests that must meet it")
+    ttft_seconds_per_kilo_prompt_tokens: Annotated[float, Field(ge=0, le=MAX_SECONDS_PER_KILO_TOKENS)] | None = Field(
+        default=None, description="seconds the TTFT SLO grows per 1,000 prompt tokens (docs/slo.md)")
 
     @model_validator(mode="after")
     def _one_objective(self) -> SLOSpec:
         if self.ttft_seconds is None and self.queue_time_seconds is None:
             raise ValueError("set ttftSeconds and/or queueTimeSeconds")
+        if self.ttft_seconds_per_kilo_prompt_tokens is not None and self.ttft_seconds is None:
+            raise ValueError("ttftSecondsPerKiloPromptTokens grows the TTFT SLO: set ttftSeconds too "
+                             "(the budget of a request with no prompt tokens)")
         return self
 
     @property

@@ -117,6 +117,23 @@ def _cell(f: dict[str, Any] | None, setting: bool = True) -> str:
     return f"✗ {100 * f['attainment']:.1f}%" + (f" ({f['setting']})" if setting and f["setting"] else "")
 
 
+def with_infeasible_share(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each headline row with `infeasible_share`: the share of the scenario's requests whose TTFT SLO even an
+    idle replica misses, left out of every attainment (simulations/feasibility.py). It is the workload's, the
+    same for every run; the largest over the runs is taken (a quick run may see a shorter trace)."""
+    out = []
+    for row in table:
+        shares = [float(p.get("infeasible_share", 0.0)) for r in records if r["scenario"] == row["scenario"]
+                  for p in r.get("points") or ()]
+        out.append({**row, "infeasible_share": max(shares, default=0.0)})
+    return out
+
+
+def _infeasible(row: dict[str, Any]) -> str:
+    share = row.get("infeasible_share")
+    return "–" if share is None else f"{100 * share:.2f}%"
+
+
 def _ratio(x: float | None) -> str:
     return f"{x:.2f}" if x is not None else "–"
 
@@ -154,13 +171,15 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         "",
         "Each cell: GPU-hours of the cheapest setting found that keeps ≥ 99% of requests within the 2 s TTFT "
         "SLO (lower is better), with the setting; ✗ = nothing within the knob's bounds reached 99% (best "
-        "attainment shown). Ours is the shipped default policy, untuned; every baseline's main knob is "
+        "attainment shown). Attainment counts the requests whose TTFT SLO an idle replica can meet; the "
+        "`infeasible` column is the share whose prompt is too long for that (docs/slo.md). "
+        "Ours is the shipped default policy, untuned; every baseline's main knob is "
         "searched by bisection" + ("" if quick else ", crossed with its behaviour knobs") + " (see the protocol "
         "below). Ratios below 1 are wins for ours, above 1 losses.",
         "",
         "| scenario | tuned on? | ours (default) | static | hpa | keda | kpa | oracle | ours / cheapest "
-        "baseline | ours / oracle | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "baseline | ours / oracle | verdict | infeasible |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table:
         f = row["families"]
@@ -171,7 +190,7 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
             f"| {row['scenario']} | {'yes' if row['scenario'] in TUNED_ON else 'no (evaluation only)'} | "
             f"{_cell(f.get('ours'), False)} | " + " | ".join(_cell(f.get(b)) for b in BASELINES)
             + f" | {oracle} | {_ratio(row['ours_over_best_baseline'])} | {_ratio(row['ours_over_oracle'])} | "
-            f"{verdict(row)} |")
+            f"{verdict(row)} | {_infeasible(row)} |")
     lines += ["", "Fleet model per scenario and family (`simulations.fidelity.fleet_mode`): " + _modes(records) + "."]
     exact = [row["scenario"] for row in table
              if (row["families"].get("static") or {}).get("reached") and row["families"]["static"].get("exact")]

@@ -36,7 +36,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
-from simulations.histograms import ITL_BUCKETS, REQUEST_LATENCY_BUCKETS, TTFT_BUCKETS, Histogram
+from simulations.histograms import ITL_BUCKETS, PROMPT_TOKEN_BUCKETS, REQUEST_LATENCY_BUCKETS, TTFT_BUCKETS, Histogram
 from simulations.profiles import ServingProfile
 
 IDLE, RUN, MIXED = 0, 1, 2
@@ -143,6 +143,7 @@ class Engine:
         "phase",
         "phase_name",
         "preemptions",
+        "prompt_h",
         "prompt_tok",
         "queue_h",
         "slope",
@@ -196,6 +197,7 @@ class Engine:
         self.ttft_h = Histogram(TTFT_BUCKETS)
         self.e2e_h = Histogram(REQUEST_LATENCY_BUCKETS)
         self.itl_h = Histogram(ITL_BUCKETS)
+        self.prompt_h = Histogram(PROMPT_TOKEN_BUCKETS)  # vllm:request_prompt_tokens, observed at finish
 
     # ---- gauges --------------------------------------------------------------------------------
     @property
@@ -411,6 +413,7 @@ class Engine:
         if self.detail:
             self.queue_h.observe(qt)
             self.e2e_h.observe(t - book.arr[j])
+            self.prompt_h.observe(book.prompt[j])
 
     # ---- prefix cache --------------------------------------------------------------------------------
     def _hits(self, j: int, tokens: int) -> tuple[int, int]:

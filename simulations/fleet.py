@@ -72,6 +72,7 @@ class ReplicaSnapshot:
     ttft: HistogramSnapshot  # vllm:time_to_first_token_seconds
     e2e_latency: HistogramSnapshot  # vllm:e2e_request_latency_seconds
     inter_token_latency: HistogramSnapshot  # vllm:inter_token_latency_seconds
+    prompt_length: HistogramSnapshot | None = None  # vllm:request_prompt_tokens
 
 
 class RequestFleet(LifecycleFacts):
@@ -244,7 +245,7 @@ class RequestFleet(LifecycleFacts):
                 kv_cache_usage=rep.kv_usage(), prompt_tokens=rep.prompt_tok, generation_tokens=rep.gen,
                 request_success=rep.success, preemptions=rep.preemptions,
                 queue_time=rep.queue_h.snapshot(), ttft=rep.ttft_h.snapshot(), e2e_latency=rep.e2e_h.snapshot(),
-                inter_token_latency=rep.itl_h.snapshot(),
+                inter_token_latency=rep.itl_h.snapshot(), prompt_length=rep.prompt_h.snapshot(),
             ))
         return out
 

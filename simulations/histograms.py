@@ -25,6 +25,23 @@ REQUEST_LATENCY_BUCKETS: tuple[float, ...] = (
 )
 
 
+
+def build_1_2_5_buckets(max_value: int) -> tuple[float, ...]:
+    """vLLM's `build_1_2_5_buckets`: 1, 2, 5, 10, 20, 50, ... while ≤ `max_value` (vllm/v1/metrics/loggers.py)."""
+    out: list[float] = []
+    scale = 1
+    while True:
+        for m in (1, 2, 5):
+            if m * scale > max_value:
+                return tuple(out)
+            out.append(float(m * scale))
+        scale *= 10
+
+
+# vllm:request_prompt_tokens: build_1_2_5_buckets(max_model_len); Llama-3.1-8B's max_model_len is 131,072
+PROMPT_TOKEN_BUCKETS: tuple[float, ...] = build_1_2_5_buckets(131_072)
+
+
 class Histogram:
     """A Prometheus-style histogram: per-bucket counts (last = +Inf), sum and count."""
 

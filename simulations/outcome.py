@@ -11,7 +11,8 @@ import numpy as np
 @dataclass(frozen=True)
 class Outcome:
     requests: float
-    attainment: float  # share of requests with TTFT ≤ SLO (unserved requests count as misses)
+    attainment: float  # share of requests with TTFT ≤ SLO (unserved requests count as misses); over the
+    # requests whose SLO an idle replica can meet once simulations.feasibility has scored the run
     ttft_p50_seconds: float
     ttft_p90_seconds: float
     ttft_p99_seconds: float
@@ -20,6 +21,10 @@ class Outcome:
     scale_events: int
     violation_seconds: float = 0.0  # time (by arrival minute) whose TTFT p90 exceeded the SLO
     unserved: float = 0.0
+    # share of requests whose TTFT SLO even an idle replica misses (prefill alone is over budget): left out
+    # of `attainment`; `attainment_all` is over every request (None: not scored for feasibility)
+    infeasible_share: float = 0.0
+    attainment_all: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 6) if isinstance(v, float) and np.isfinite(v) else v) for k, v in asdict(self).items()}

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from simulations.autoscalers.base import Autoscaler, Context
+from simulations.feasibility import score_distribution, score_requests
 from simulations.fleet import RequestFleet
 from simulations.fluid import FluidFleet
 from simulations.metrics_view import MetricsView
@@ -102,9 +103,16 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
         gpu_at_end = fleet.gpu_seconds(end)
     outcome = replace(outcome, gpu_hours=gpu_at_end / 3600.0)
     tt, tp = ttft_series(fleet)
+    # attainment over the requests whose TTFT budget an idle replica meets (simulations/feasibility.py)
+    if isinstance(fleet, RequestFleet):
+        outcome, missed = score_requests(outcome, fleet.ttft, fleet.trace.prompt_tokens, scenario.slo,
+                                         scenario.serving)
+        missed_at = np.asarray(fleet.trace.arrival_s[missed])
+    else:
+        outcome = score_distribution(outcome, fleet.workload.prompt_sample, scenario.slo, scenario.serving)
+        missed_at = fleet.missed_arrival_times(scenario.slo.ttft_seconds)
     return RunResult(autoscaler.name, setting, outcome, time.perf_counter() - wall0,
-                     np.asarray(st), np.asarray(sr), np.asarray(sd), tt, tp,
-                     fleet.missed_arrival_times(scenario.slo.ttft_seconds))
+                     np.asarray(st), np.asarray(sr), np.asarray(sd), tt, tp, missed_at)
 
 
 def ttft_series(fleet: RequestFleet | FluidFleet, step: float = 60.0) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ with the package (`simulations/data/traces/`, see its README for sources and lic
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 from importlib import resources
@@ -42,6 +43,8 @@ class TraceSpec(_Model):
     rate_factor: float | None = Field(None, gt=0, description="rate scaling for binned workloads")
     token_source: str = Field("azure_llm_2023_conv.csv", description="token lengths for rate-only traces")
     limit_seconds: float | None = Field(None, gt=0, description="use only the first N seconds")
+    prompt_scale: float | None = Field(
+        None, gt=0, le=100, description="multiply every prompt length (request-level traces): long-prompt studies")
     # synthetic shapes
     base_rps: float = Field(20.0, gt=0)
     burst_factor: float = Field(5.0, ge=1)
@@ -62,6 +65,8 @@ class TraceSpec(_Model):
 class SloSpec(_Model):
     ttft_seconds: float = Field(2.0, gt=0)
     target_attainment: float = Field(0.99, gt=0, le=1)
+    # the TTFT budget grows by this per 1,000 prompt tokens (autoscaler.core.slo.ttft_budget; docs/slo.md)
+    ttft_seconds_per_kilo_prompt_tokens: float | None = Field(None, ge=0, le=60)
 
 
 class Scenario(_Model):
@@ -80,6 +85,7 @@ class Scenario(_Model):
     start_time: str | None = Field(None, description="ISO time of t = 0; default: the trace's own, else a Monday")
     seed: int = 1
     quick_limit_seconds: float | None = Field(None, gt=0, description="trace length for bench --quick")
+    evaluation_only: bool = Field(False, description="left out of the default bench set (run it by name)")
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -90,6 +96,11 @@ class Scenario(_Model):
                 datetime.fromisoformat(self.start_time)
             except ValueError as e:
                 raise ValueError(f"start_time {self.start_time!r} is not an ISO time") from e
+        if self.slo.ttft_seconds_per_kilo_prompt_tokens and self.fidelity != "request":
+            raise ValueError("slo.ttft_seconds_per_kilo_prompt_tokens needs fidelity: request (the fluid model "
+                             "scores one flat TTFT budget)")
+        if self.trace.prompt_scale is not None and self.trace.format not in ("azure", "jsonl"):
+            raise ValueError("trace.prompt_scale applies to request-level traces (format azure or jsonl)")
         return self
 
     @property
@@ -141,6 +152,11 @@ def scenario_dir() -> Path:
 
 def scenario_names() -> list[str]:
     return sorted(p.stem for p in scenario_dir().glob("*.yaml"))
+
+
+def bench_scenario_names() -> list[str]:
+    """The scenarios `bench` runs by default: all but the evaluation-only ones."""
+    return [n for n in scenario_names() if not load_scenario(n).evaluation_only]
 
 
 def load_scenario(name_or_file: str) -> Scenario:
@@ -209,6 +225,9 @@ def build_workload(scenario: Scenario, limit_seconds: float | None = None) -> Tr
             trace = trace.window(0.0, limit)
         if spec.clone:
             trace = trace.clone(spec.clone, seed=seed)
+        if spec.prompt_scale is not None:
+            trace = replace(trace, prompt_tokens=np.maximum(1, np.rint(trace.prompt_tokens * spec.prompt_scale)
+                                                            ).astype(np.int64), block_hashes=None)
         wl = trace
     elif spec.format == "flash-crowd":
         tokens = _token_trace(spec.token_source)

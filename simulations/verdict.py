@@ -75,9 +75,28 @@ def table(results: Sequence[RunResult]) -> list[str]:
     return lines
 
 
-def legend(slo_seconds: float) -> str:
+def budget_words(slo_seconds: float, per_kilo: float | None = None) -> str:
+    """The TTFT budget in words: "2 s" or "2 s + 0.5 s per 1k prompt tokens"."""
+    return f"{slo_seconds:g} s" + (f" + {per_kilo:g} s per 1k prompt tokens" if per_kilo else "")
+
+
+def legend(slo_seconds: float, per_kilo: float | None = None) -> str:
     """One line: what the two headline columns mean and which way is better."""
-    return f"attainment: % with 1st token ≤ {slo_seconds:g} s, ↑ better · GPU-h: GPU-hours paid, ↓ better"
+    return (f"attainment: % with 1st token ≤ {budget_words(slo_seconds, per_kilo)}, ↑ better · GPU-h: GPU-hours "
+            f"paid, ↓ better")
+
+
+def infeasible_line(results: Sequence[RunResult]) -> str | None:
+    """One sentence when some requests' TTFT SLO no fleet can meet (the share is the workload's, the same for
+    every policy); None when every request's is feasible."""
+    share = max((r.outcome.infeasible_share for r in results), default=0.0)
+    if share <= 0:
+        return None
+    ours = next((r for r in results if r.policy == "ours"), None)
+    over_all = ours.outcome.attainment_all if ours is not None else None
+    tail = f"; over all requests ours reached {_percent(over_all)}" if over_all is not None else ""
+    return (f"infeasible: {100 * share:.2f}% of requests have prompts whose prefill alone, on an idle replica, "
+            f"exceeds their TTFT budget: left out of attainment{tail}.")
 
 
 @dataclass(frozen=True)
@@ -144,6 +163,7 @@ def _why(causes: MissCauses, cold_start: float) -> str:
 def verdict(scenario: Scenario, results: Sequence[RunResult]) -> str:
     """One paragraph: did ours meet the SLO, at what cost against each baseline and the oracle, and why."""
     slo, target = scenario.slo.ttft_seconds, scenario.slo.target_attainment
+    budget = budget_words(slo, scenario.slo.ttft_seconds_per_kilo_prompt_tokens)
     ours = next((r for r in results if r.policy == "ours"), None)
     others = [r for r in results if r is not ours and r.policy != "oracle"]
     oracle = next((r for r in results if r.policy == "oracle"), None)
@@ -153,8 +173,9 @@ def verdict(scenario: Scenario, results: Sequence[RunResult]) -> str:
         return f"No run of ours. Baselines meeting the {100 * target:g}% goal: {', '.join(reached) or 'none'}."
     o = ours.outcome
     met = o.attainment >= target
-    words = [f"Ours {'met' if met else 'missed'} the SLO: {_percent(o.attainment)} of requests got their first "
-             f"token within {slo:g} s (goal {100 * target:g}%), for {o.gpu_hours:.2f} GPU-h."]
+    of = "of the requests an idle replica can serve in time" if o.infeasible_share > 0 else "of requests"
+    words = [f"Ours {'met' if met else 'missed'} the SLO: {_percent(o.attainment)} {of} got their first "
+             f"token within {budget} (goal {100 * target:g}%), for {o.gpu_hours:.2f} GPU-h."]
     if others:
         words.append("Against " + "; ".join(_cost_phrase(ours, r) for r in others) + ".")
         beaten = [r.label for r in others if r.outcome.attainment >= target and r.outcome.gpu_hours < o.gpu_hours]
@@ -215,9 +236,12 @@ def render(scenario: Scenario, results: Sequence[RunResult], width: int = WIDTH)
     """Title, table, legend and verdict, every line at most `width` columns."""
     profile = scenario.cold_start_profile
     title = (f"{scenario.name}: {profile.name} cold starts (~{_duration(cold_start_seconds(profile))}), "
-             f"SLO: first token within {scenario.slo.ttft_seconds:g} s for "
+             f"SLO: first token within "
+             f"{budget_words(scenario.slo.ttft_seconds, scenario.slo.ttft_seconds_per_kilo_prompt_tokens)} for "
              f"{100 * scenario.slo.target_attainment:g}% of requests")
     out = [*textwrap.wrap(title, width), "", *table(results), ""]
-    out += textwrap.wrap(legend(scenario.slo.ttft_seconds), width)
+    if (line := infeasible_line(results)) is not None:
+        out += [*textwrap.wrap(line, width), ""]
+    out += textwrap.wrap(legend(scenario.slo.ttft_seconds, scenario.slo.ttft_seconds_per_kilo_prompt_tokens), width)
     out += ["", *textwrap.wrap(verdict(scenario, results), width, break_on_hyphens=False)]
     return "\n".join(out)

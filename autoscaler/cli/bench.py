@@ -33,11 +33,19 @@ from simulations.bench import (
     run_jobs,
     write_markdown_section,
 )
-from simulations.bench_report import display, frontier_plot, markdown, readme_summary, verdict, write_runs
+from simulations.bench_report import (
+    display,
+    frontier_plot,
+    markdown,
+    readme_summary,
+    verdict,
+    with_infeasible_share,
+    write_runs,
+)
 from simulations.errors import SimulationInputError
 from simulations.executors import RayUnavailable
 from simulations.report import write_json
-from simulations.scenario import scenario_names
+from simulations.scenario import bench_scenario_names, scenario_names
 
 README_START = "<!-- bench:results-so-far:start -->"
 README_END = "<!-- bench:results-so-far:end -->"
@@ -83,7 +91,7 @@ def bench(quick: bool, scenarios: str, policy_path: str | None, workers: int, pr
             raise click.BadParameter(f"not a bench --json file ({e})", param_hint="--from-json") from None
         _render(records, wall, quick, command, None, out_dir, doc_path, readme_path, 0)
         return
-    names = [s.strip() for s in scenarios.split(",") if s.strip()] or scenario_names()
+    names = [s.strip() for s in scenarios.split(",") if s.strip()] or bench_scenario_names()
     unknown = [n for n in names if n not in scenario_names() and not Path(n).is_file()]
     if unknown:
         raise click.BadParameter(f"unknown scenario(s) {', '.join(unknown)}; use {', '.join(scenario_names())} "
@@ -126,7 +134,7 @@ def bench(quick: bool, scenarios: str, policy_path: str | None, workers: int, pr
 def _render(records: list[dict[str, Any]], wall: float, quick: bool, command: str, json_path: str | None,
             out_dir: str | None, doc_path: str | None, readme_path: str | None, workers: int) -> None:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    table = headline(records)
+    table = with_infeasible_share(headline(records), records)
     _print_table(Console(), table, quick)
     cpu = sum(r.get("cpu_seconds", 0.0) for r in records)
     print(f"{len(records)} jobs, {sum(r['runs'] for r in records)} replays in {wall:.0f} s wall"
@@ -162,7 +170,7 @@ def _short(x: float) -> str:
 def _print_table(console: Console, table: list[dict[str, Any]], quick: bool) -> None:
     out = Table(title=f"GPU-hours to keep 99% of requests within the TTFT SLO{' (quick)' if quick else ''}; "
                 "lower is better, ✗ = never reached (best attainment)", box=box.SIMPLE_HEAD, padding=(0, 1))
-    for col in ("scenario", "ours", *BASELINES, "oracle", "÷best"):
+    for col in ("scenario", "ours", *BASELINES, "oracle", "÷best", "infeasible"):
         out.add_column(col, justify="left" if col == "scenario" else "right", no_wrap=True)
     for row in table:
         f = row["families"]
@@ -176,7 +184,7 @@ def _print_table(console: Console, table: list[dict[str, Any]], quick: bool) -> 
         rb = row["ours_over_best_baseline"]
         oracle = cell("oracle") + ("[red]⚠[/]" if row["oracle_broken"] else "")
         out.add_row(row["scenario"], *(cell(n) for n in ("ours", *BASELINES)), oracle,
-                    f"{rb:.2f}" if rb is not None else "–")
+                    f"{rb:.2f}" if rb is not None else "–", f"{100 * row.get('infeasible_share', 0.0):.1f}%")
     console.print(out)
     console.print("÷best = ours / the cheapest tuned baseline (< 1: ours is cheaper)", highlight=False)
     for row in table:

@@ -12,20 +12,23 @@ SCALING_LIMITED = "ScalingLimited"
 METRICS_AVAILABLE = "MetricsAvailable"
 TARGET_FOUND = "TargetFound"
 CONFLICT = "Conflict"  # True: another policy, HPA or ScaledObject scales the target; we do not write it
-ORDER = (READY, TARGET_FOUND, CONFLICT, METRICS_AVAILABLE, SCALING_ACTIVE, SCALING_LIMITED)
+# True: more of the recent requests than the SLO's error budget have prompts too long for their TTFT SLO even
+# on an idle replica (docs/slo.md); Unknown without a prompt-length histogram.
+SLO_INFEASIBLE = "SLOInfeasible"
+ORDER = (READY, TARGET_FOUND, CONFLICT, METRICS_AVAILABLE, SCALING_ACTIVE, SCALING_LIMITED, SLO_INFEASIBLE)
 
 
 def set_condition(
     conditions: list[dict[str, Any]],
     kind: str,
-    status: bool,
+    status: bool | None,
     reason: str,
     message: str,
     now: float,
     observed_generation: int | None = None,
 ) -> list[dict[str, Any]]:
-    """A new list with condition `kind` set; the others are kept as they are."""
-    value = "True" if status else "False"
+    """A new list with condition `kind` set (status None: "Unknown"); the others are kept as they are."""
+    value = "Unknown" if status is None else "True" if status else "False"
     previous = next((c for c in conditions if c.get("type") == kind), None)
     since = previous.get("lastTransitionTime") if previous and previous.get("status") == value else None
     cond: dict[str, Any] = {

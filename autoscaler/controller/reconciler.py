@@ -38,6 +38,7 @@ from autoscaler.controller.conditions import (
     READY,
     SCALING_ACTIVE,
     SCALING_LIMITED,
+    SLO_INFEASIBLE,
     TARGET_FOUND,
     get_condition,
     merge_patch,
@@ -46,7 +47,14 @@ from autoscaler.controller.conditions import (
 from autoscaler.controller.drain import DrainWatch
 from autoscaler.controller.events import EventRecorder
 from autoscaler.controller.podindex import LabelPodIndex
-from autoscaler.controller.status import decision_status, learned_status, state_fingerprint, status_fingerprint
+from autoscaler.controller.status import (
+    decision_status,
+    learned_status,
+    slo_infeasible_condition,
+    slo_infeasible_event,
+    state_fingerprint,
+    status_fingerprint,
+)
 from autoscaler.controller.telemetry import ControllerMetrics
 from autoscaler.core import CoreState, Decision, Reason, Signals, decide, forecast_config
 from autoscaler.core.signals import ClusterFacts
@@ -812,6 +820,8 @@ class Reconciler:
             now,
             gen,
         )
+        slo_before, slo_now = get_condition(conds, SLO_INFEASIBLE), slo_infeasible_condition(policy.spec, d)
+        conds = set_condition(conds, SLO_INFEASIBLE, *slo_now, now, gen)
         status.update(
             observedGeneration=gen,
             desiredReplicas=d.desired_replicas,
@@ -836,6 +846,8 @@ class Reconciler:
         if applied:
             status["lastScaleTime"] = decision_status(d, now, dry, applied)["time"]
         self._persist(raw, rt, status, now)
+        if (slo_event := slo_infeasible_event(slo_before, *slo_now)) is not None:
+            self.recorder.record(raw, *slo_event)
 
         ns, name = policy.metadata.namespace, policy.metadata.name
         m = self.metrics

@@ -6,6 +6,7 @@ from typing import Any
 
 from autoscaler.core import CoreState, Decision
 from autoscaler.core.coldstart import stage_estimate
+from autoscaler.core.stages.feasibility import infeasible
 from autoscaler.observe.timefmt import format_time
 from autoscaler.policy import PolicySpec
 
@@ -25,6 +26,34 @@ def decision_status(decision: Decision, now: float, dry_run: bool, applied: bool
         "dryRun": dry_run,
         "applied": applied,
     }
+
+
+def slo_infeasible_condition(spec: PolicySpec, decision: Decision) -> tuple[bool | None, str, str]:
+    """(status, reason, message) of the SLOInfeasible condition: True when the share of recent requests whose
+    TTFT SLO no replica count can meet exceeds the SLO's error budget, Unknown when the share is unknown."""
+    share = decision.slo_infeasible_share
+    if share is None:
+        return None, "ShareUnknown", decision.slo_infeasible_message or "the infeasible share is unknown"
+    budget = 1.0 - spec.slo.quantile
+    if infeasible(spec, share):
+        return True, "PrefillExceedsBudget", (
+            f"{decision.slo_infeasible_message}; that is over the SLO's error budget ({100 * budget:g}%), so "
+            f"at most {100 * (1 - share):.1f}% of requests can meet it: raise slo.ttftSeconds or set "
+            f"slo.ttftSecondsPerKiloPromptTokens")
+    return False, "Feasible", (f"{decision.slo_infeasible_message} (within the SLO's {100 * budget:g}% error "
+                               f"budget)" if share > 0 else decision.slo_infeasible_message)
+
+
+def slo_infeasible_event(previous: dict[str, Any] | None, status: bool | None, reason: str,
+                         message: str) -> tuple[str, str, str] | None:
+    """(type, reason, message) of the event for a transition of SLOInfeasible, or None: into True (from
+    anything) is a Warning, from True to False a Normal "SLOFeasible"; Unknown and unchanged are quiet."""
+    before = previous.get("status") if previous else None
+    if status is True and before != "True":
+        return "Warning", "SLOInfeasible", message
+    if status is False and before == "True":
+        return "Normal", "SLOFeasible", message
+    return None
 
 
 def learned_status(spec: PolicySpec, state: CoreState) -> dict[str, Any]:

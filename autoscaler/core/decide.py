@@ -21,6 +21,7 @@ from autoscaler.core.signals import Signals, age_within
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
 from autoscaler.core.stages.capacity import Capacity, capacity
 from autoscaler.core.stages.demand import Demand, demand
+from autoscaler.core.stages.feasibility import feasibility
 from autoscaler.core.stages.leaving import surge
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import Panic, panic
@@ -28,7 +29,7 @@ from autoscaler.core.stages.predictive import Predictive, predictive
 from autoscaler.core.stages.rate_limit import limit
 from autoscaler.core.stages.reactive import reactive, ready_in
 from autoscaler.core.stages.readings import Readings, read
-from autoscaler.core.stages.slo_feedback import slo_attainment
+from autoscaler.core.stages.slo_feedback import prefill_bound, slo_attainment
 from autoscaler.core.stages.stabilize import History, Stabilized, remember_extremes, remember_max, since, stabilize
 from autoscaler.core.state import CoreState
 from autoscaler.policy import PolicySpec
@@ -59,6 +60,9 @@ class Decision:
     implausible_signals: tuple[str, ...] = ()
     # Placeholder pods to keep (spec.warmCapacity); 0 when warm capacity is off.
     warm_slots: int = 0
+    # Share of recent requests whose TTFT SLO no replica count can meet (stages/feasibility.py); None: unknown.
+    slo_infeasible_share: float | None = None
+    slo_infeasible_message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +126,9 @@ def decide(
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
     re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, cp.factor, cp.usable,
                   ready_in(policy, replicas, state.coldstart, signals.cluster, lead))
-    pn = panic(policy, r.queue_time_p90_seconds, r.ttft_p90_seconds, state.panic_until, now)
+    # TTFT over the SLO while nothing queues is prefill, which more replicas do not shorten: no panic on it.
+    ttft_p90 = None if prefill_bound(policy, signals, policy.metrics.staleness_seconds) else r.ttft_p90_seconds
+    pn = panic(policy, r.queue_time_p90_seconds, ttft_p90, state.panic_until, now)
     b = binding({"predictive": pr.replicas, "reactive": re.replicas, "concurrency": re.concurrency,
                  "floor": floor}, top)
     stuck = stuck_unschedulable(policy, replicas)
@@ -149,6 +155,7 @@ def decide(
     components.update(sg.explain())
 
     next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn)
+    share, why = feasibility(policy, signals)
     d = Decision(
         desired_replicas=desired,
         current_replicas=current,
@@ -163,6 +170,8 @@ def decide(
         message=_message(reason, desired, current, b.binding, b.raw, stuck, top, r.unknown, policy) + sg.message(top),
         missing_signals=r.unknown,
         implausible_signals=r.implausible,
+        slo_infeasible_share=share,
+        slo_infeasible_message=why,
     )
     return DecisionResult(d, next_state)
 

@@ -134,8 +134,11 @@ class Signals:
     kv_cache_usage: Measured = MISSING  # mean over replicas, 0..1
     queue_time_p90_seconds: Measured = MISSING
     ttft_p90_seconds: Measured = MISSING
+    prompt_tokens_p90: Measured = MISSING  # tokens; from the prompt-length histogram below
     ttft_histogram: LatencyHistogram | None = None
     queue_time_histogram: LatencyHistogram | None = None
+    # Prompt lengths (tokens) of recent requests, `vllm:request_prompt_tokens`: same cumulative-bucket form.
+    prompt_tokens_histogram: LatencyHistogram | None = None
     replicas: ReplicaCounts | None = None
     cluster: ClusterFacts = ClusterFacts()
     observations: tuple[StageObservation, ...] = field(default_factory=tuple)

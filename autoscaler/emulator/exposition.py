@@ -100,8 +100,13 @@ class _Families:
 
 
 def vllm_families(r: ReplicaView, model: str, created: float, engine_index: str = "0") -> list[Metric]:
-    """vLLM V1's families for one replica (names, HELP text, labels `engine` and `model_name`)."""
+    """vLLM V1's families for one replica (names, HELP text, labels `engine` and `model_name`). The
+    prompt-length histogram when the view has one (`prompt_length`, vLLM's 1-2-5 token buckets)."""
     f = _Families(["model_name", "engine"], [model, engine_index], created)
+    prompts: HistogramView | None = getattr(r, "prompt_length", None)
+    # in vLLM's order: right after the request counter
+    per_request = [f.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", prompts)
+                   ] if prompts is not None else []
     return [
         f.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", r.running),
         f.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", r.waiting),
@@ -112,6 +117,7 @@ def vllm_families(r: ReplicaView, model: str, created: float, engine_index: str 
         f.counter("vllm:request_success", "Count of successfully processed requests.", r.request_success,
                   extra=(("finished_reason", "stop", r.request_success), ("finished_reason", "length", 0.0),
                          ("finished_reason", "abort", 0.0))),
+        *per_request,
         f.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                     r.ttft),
         f.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",

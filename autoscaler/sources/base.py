@@ -39,6 +39,7 @@ def load_signals(values: Mapping[SignalName, Measured], base: Signals | None = N
         kv_cache_usage=g(SignalName.KV_CACHE_USAGE, b.kv_cache_usage),
         queue_time_p90_seconds=g(SignalName.QUEUE_TIME_P90, b.queue_time_p90_seconds),
         ttft_p90_seconds=g(SignalName.TTFT_P90, b.ttft_p90_seconds),
+        prompt_tokens_p90=g(SignalName.PROMPT_TOKENS_P90, b.prompt_tokens_p90),
     )
 
 
@@ -52,6 +53,7 @@ def load_signal(signals: Signals, name: SignalName) -> Measured:
 HISTOGRAM_FIELDS: dict[SignalName, str] = {
     SignalName.QUEUE_TIME_P90: "queue_time_histogram",
     SignalName.TTFT_P90: "ttft_histogram",
+    SignalName.PROMPT_TOKENS_P90: "prompt_tokens_histogram",
 }
 
 
@@ -62,6 +64,7 @@ def with_histograms(signals: Signals, histograms: Mapping[SignalName, LatencyHis
         signals,
         queue_time_histogram=g(SignalName.QUEUE_TIME_P90, signals.queue_time_histogram),
         ttft_histogram=g(SignalName.TTFT_P90, signals.ttft_histogram),
+        prompt_tokens_histogram=g(SignalName.PROMPT_TOKENS_P90, signals.prompt_tokens_histogram),
     )
 
 

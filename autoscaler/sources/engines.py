@@ -27,6 +27,9 @@ class SignalName(str, Enum):
     KV_CACHE_USAGE = "kv_cache_usage"
     QUEUE_TIME_P90 = "queue_time_p90_seconds"
     TTFT_P90 = "ttft_p90_seconds"
+    # Prompt length (tokens) per request; its histogram says what share of requests is too long for the TTFT
+    # SLO on an idle replica (core/stages/feasibility.py). Optional: no engine but vLLM exposes it.
+    PROMPT_TOKENS_P90 = "prompt_tokens_p90"
 
 
 # How replicas' values combine into one value per model:
@@ -45,6 +48,7 @@ SIGNAL_KIND: dict[SignalName, Kind] = {
     SignalName.KV_CACHE_USAGE: "mean",
     SignalName.QUEUE_TIME_P90: "quantile",
     SignalName.TTFT_P90: "quantile",
+    SignalName.PROMPT_TOKENS_P90: "quantile",
 }
 
 QUANTILE = 0.9  # the quantile of the *_p90 signals
@@ -93,6 +97,7 @@ VLLM = EngineMetrics(
         SignalName.KV_CACHE_USAGE: _refs("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
         SignalName.QUEUE_TIME_P90: _refs("vllm:request_queue_time_seconds"),
         SignalName.TTFT_P90: _refs("vllm:time_to_first_token_seconds"),
+        SignalName.PROMPT_TOKENS_P90: _refs("vllm:request_prompt_tokens"),
     },
 )
 

@@ -35,11 +35,13 @@ PLAUSIBLE: dict[str, tuple[float, float]] = {
     "kv_cache_usage": (0.0, 1.0 + 1e-6),  # fraction of the KV cache in use (a mean over replicas)
     "queue_time_p90_seconds": (0.0, 7 * 86400.0),
     "ttft_p90_seconds": (0.0, 7 * 86400.0),
+    # prompt length: the longest context windows are ~1e7 tokens
+    "prompt_tokens_p90": (0.0, 1e8),
 }
 MAX_HISTOGRAM_COUNT = 1e12  # requests in one rate window
 # Signals whose absence is not a fault (see the module docstring).
-ABSENCE_TOLERATED = frozenset({"kv_cache_usage", "queue_time_p90_seconds", "ttft_p90_seconds"})
-QUANTILES = frozenset({"queue_time_p90_seconds", "ttft_p90_seconds"})
+ABSENCE_TOLERATED = frozenset({"kv_cache_usage", "queue_time_p90_seconds", "ttft_p90_seconds", "prompt_tokens_p90"})
+QUANTILES = frozenset({"queue_time_p90_seconds", "ttft_p90_seconds", "prompt_tokens_p90"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ class Readings:
     ttft_p90_seconds: float | None
     unknown: tuple[str, ...] = ()  # signals the decision uses that it cannot trust this tick: no scale-down
     implausible: tuple[str, ...] = ()  # present and fresh but outside PLAUSIBLE (also in `unknown` if used)
+    prompt_tokens_p90: float | None = None  # informational: the decision does not read it
 
     @property
     def demand_known(self) -> bool:
@@ -98,7 +101,7 @@ def read(policy: PolicySpec, signals: Signals) -> Readings:
         values[name] = v
         if bad:
             implausible.append(name)
-    for name in ("ttft_histogram", "queue_time_histogram"):
+    for name in ("ttft_histogram", "queue_time_histogram", "prompt_tokens_histogram"):
         if not histogram_plausible(getattr(signals, name)):
             implausible.append(name)
     rate = values["request_rate"]

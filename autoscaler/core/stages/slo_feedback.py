@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from autoscaler.core.signals import Signals
+from autoscaler.core.slo import ttft_budget
 from autoscaler.policy import PolicySpec
 
 # SLO misses count towards the load factor only once the fleet has been settled this long: latency
@@ -14,11 +15,18 @@ SETTLED_SECONDS = 120.0
 
 def slo_attainment(policy: PolicySpec, signals: Signals, stale: float) -> float | None:
     """Share of recent requests that met the SLO (the lower of TTFT and queue time when both are set),
-    or None when no fresh histogram has enough requests to judge."""
+    or None when no fresh histogram has enough requests to judge.
+
+    TTFT misses while nothing queues and queue time is within its budget are prefill-bound (long prompts
+    on an idle replica), not capacity-bound: more replicas would not remove them, so they are left out
+    (see `prefill_bound`). A length-dependent TTFT SLO is judged at the budget of the mean prompt."""
     slo = policy.slo
     need = policy.capacity.slo_feedback.min_requests
+    ttft_limit = ttft_budget(slo, mean_prompt_tokens(signals, stale) or 0.0) if slo.ttft_seconds is not None else None
+    if prefill_bound(policy, signals, stale):
+        ttft_limit = None
     shares = []
-    for hist, limit in ((signals.ttft_histogram, slo.ttft_seconds),
+    for hist, limit in ((signals.ttft_histogram, ttft_limit),
                         (signals.queue_time_histogram, slo.queue_time_seconds)):
         if hist is None or limit is None or hist.age_seconds > stale or hist.total < need:
             continue
@@ -26,6 +34,31 @@ def slo_attainment(policy: PolicySpec, signals: Signals, stale: float) -> float 
         if share is not None:
             shares.append(share)
     return min(shares) if shares else None
+
+
+def mean_prompt_tokens(signals: Signals, stale: float) -> float | None:
+    """Mean prompt length of recent requests (prompt tokens per second / requests per second)."""
+    tokens, requests = signals.prompt_tokens_rate.fresh(stale), signals.request_rate.fresh(stale)
+    if tokens is None or requests is None or not requests > 0 or tokens < 0:
+        return None
+    return tokens / requests
+
+
+def prefill_bound(policy: PolicySpec, signals: Signals, stale: float) -> bool:
+    """Nothing queues (waiting < 1 request, fresh) and queue time is within its budget for the SLO's
+    quantile of requests (the queue-time histogram, else its p90): any TTFT miss now is prefill, which
+    capacity does not shorten. False when either is unknown."""
+    waiting = signals.waiting.fresh(stale)
+    if waiting is None or waiting >= 1.0:
+        return False
+    budget = policy.slo.queue_budget_seconds
+    hist = signals.queue_time_histogram
+    if hist is not None and hist.age_seconds <= stale and hist.total >= policy.capacity.slo_feedback.min_requests:
+        share = hist.share_within(budget)
+        if share is not None:
+            return share >= policy.slo.quantile
+    p90 = signals.queue_time_p90_seconds.fresh(stale)
+    return p90 is not None and p90 <= budget
 
 
 def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last_tick: float,

@@ -68,7 +68,9 @@ def test_only_quantile_signals_have_bucket_queries() -> None:
 def test_the_plan_fetches_buckets_for_quantile_signals_instead_of_a_server_side_p90() -> None:
     plan = PromQLBuilder().plan([msp("m")], "http://prom:9090")
     buckets = {q.signal: q.promql for q in plan.queries if q.shape == "buckets"}
-    assert set(buckets) == {SignalName.QUEUE_TIME_P90.value, SignalName.TTFT_P90.value}
+    assert set(buckets) == {SignalName.QUEUE_TIME_P90.value, SignalName.TTFT_P90.value,
+                            SignalName.PROMPT_TOKENS_P90.value}
+    assert "increase(vllm:request_prompt_tokens_bucket{" in buckets[SignalName.PROMPT_TOKENS_P90.value]
     assert all(q.startswith("sum by (le, ") and "increase(" in q for q in buckets.values())
     assert not any("histogram_quantile" in q.promql for q in plan.queries)
 

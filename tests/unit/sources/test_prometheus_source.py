@@ -10,11 +10,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoscaler.core.signals import MISSING
+from autoscaler.sources.engines import SignalName
 from autoscaler.sources.histogram import histogram_quantile
 from autoscaler.sources.prom_api import PrometheusAPI
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 
 from .helpers import Answer, error_count, fresh_telemetry, json_response, msp, prom_transport, vector
+
+QUERIES = len(SignalName) + 1  # one per signal (vLLM exposes all) and the freshness query
 
 NOW = 1_700_000_000.0
 
@@ -88,7 +91,7 @@ def test_one_tick_for_many_models_is_one_query_per_signal() -> None:
     models = tuple(f"m{i}" for i in range(50))
     src, _ = source(by_metric(GOOD, models=models), log)
     out = src.collect([msp(m) for m in models], NOW)
-    assert len(log) == 9 and src.last_query_count == 9
+    assert len(log) == QUERIES and src.last_query_count == QUERIES
     assert all(out[f"default/{m}"].waiting.value == 3 for m in models)
 
 
@@ -158,7 +161,7 @@ def test_broken_answers_are_missing_and_counted(response: httpx.Response, kind: 
     src, reg = source(lambda q: response)
     s = src.collect([msp("m")], NOW)["default/m"]
     assert s.waiting is MISSING and s.prompt_tokens_rate is MISSING
-    assert error_count(reg, "prometheus", kind) == 9
+    assert error_count(reg, "prometheus", kind) == QUERIES
     assert src.failed_policies == {"default/m"}
 
 
@@ -171,10 +174,10 @@ def test_connection_refused_and_timeouts_are_counted_by_kind() -> None:
 
     src, reg = source(refused)
     src.collect([msp("m")], NOW)
-    assert error_count(reg, "prometheus", "connect") == 9
+    assert error_count(reg, "prometheus", "connect") == QUERIES
     src, reg = source(slow)
     src.collect([msp("m")], NOW)
-    assert error_count(reg, "prometheus", "timeout") == 9
+    assert error_count(reg, "prometheus", "timeout") == QUERIES
 
 
 def test_oversized_answer_is_refused() -> None:
@@ -186,7 +189,7 @@ def test_oversized_answer_is_refused() -> None:
         "http://p", telemetry=tel, max_parallel_queries=1,
         api_factory=lambda u: PrometheusAPI(u, client=httpx.Client(transport=transport), max_bytes=10_000))
     assert src.collect([msp("m0")], NOW)["default/m0"].waiting is MISSING
-    assert error_count(reg, "prometheus", "too_large") == 9
+    assert error_count(reg, "prometheus", "too_large") == QUERIES
 
 
 def test_after_a_failure_the_last_value_is_kept_with_its_growing_age() -> None:
@@ -302,7 +305,7 @@ def test_each_model_gets_its_own_histogram_from_one_query() -> None:
     a, b = out["default/a"].queue_time_histogram, out["default/b"].queue_time_histogram
     assert a is not None and b is not None
     assert a.cumulative_counts == (2.0, 4.0) and b.cumulative_counts == (6.0, 12.0)
-    assert len(log) == 9 and sum("_bucket" in q for q in log) == 2
+    assert len(log) == QUERIES and sum("_bucket" in q for q in log) == 3
 
 
 def test_bucket_series_without_namespace_still_match_by_model() -> None:

@@ -29,6 +29,7 @@ from autoscaler.core.stages.reactive import reactive, ready_in
 from autoscaler.core.stages.readings import Readings, read
 from autoscaler.core.stages.slo_feedback import slo_attainment
 from autoscaler.core.stages.stabilize import History, Stabilized, remember_extremes, remember_max, since, stabilize
+from autoscaler.core.stages.warm import held, warm
 from autoscaler.core.state import CoreState
 from autoscaler.policy import PolicySpec
 from forecasting import ForecastConfig
@@ -102,7 +103,8 @@ def decide(
     replicas = signals.replicas
     prev_tick = state.last_tick
     state = replace(state, coldstart=state.coldstart.observe(signals.observations), last_tick=now)
-    lead = lead_time(policy.cold_start, state.coldstart, signals.cluster)
+    lead = lead_time(policy.cold_start, state.coldstart, signals.cluster,
+                     weights_prestaged=policy.warm_capacity.prestages_weights)
     if (replicas is None or not age_within(replicas.age_seconds, policy.metrics.staleness_seconds)
             or replicas.desired < 0 or not math.isfinite(now)):
         d = Decision(None, None, Reason.TARGET_UNKNOWN, "target", {}, lead.median_seconds, None, False,
@@ -112,12 +114,13 @@ def decide(
     current = replicas.desired
     r = read(policy, signals)
     if not r.demand_known:
-        return _missing_metrics(policy, state, now, current, floor, top, lead, r)
+        return _missing_metrics(policy, state, now, current, floor, top, lead, r, signals)
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, r.kv_cache_usage, not r.unknown, state.capacity,
                   state.load_factor, state.settled_since, now - prev_tick if prev_tick is not None else 0.0, now)
-    pr = predictive(policy, forecast_cfg or forecast_config(policy), state.forecast, state.forecast_step_seconds,
+    cfg = forecast_cfg or forecast_config(policy)
+    pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
     re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, cp.factor, cp.usable,
                   ready_in(policy, replicas, state.coldstart, signals.cluster, lead))
@@ -142,6 +145,10 @@ def decide(
     if r.unknown and desired <= (held := missing_target(policy, current)):
         desired, reason = held, Reason.METRICS_MISSING  # scale up on what is known, never down
     desired, reason = clamp(desired, reason, floor, top)
+    wm = warm(policy, cfg, pr.forecast, dm.offered, cp.usable, state.coldstart, signals.cluster, desired,
+              trusted=not r.unknown)
+    if policy.warm_capacity.enabled:
+        components.update(wm.explain())
 
     next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn)
     d = Decision(
@@ -158,6 +165,7 @@ def decide(
         message=_message(reason, desired, current, b.binding, b.raw, stuck, top, r.unknown, policy),
         missing_signals=r.unknown,
         implausible_signals=r.implausible,
+        warm_slots=wm.slots,
     )
     return DecisionResult(d, next_state)
 
@@ -184,7 +192,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
 
 
 def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: int, floor: int, top: int,
-                     lead: LeadTime, r: Readings) -> DecisionResult:
+                     lead: LeadTime, r: Readings, signals: Signals) -> DecisionResult:
     """Demand unknown: never scale down; do what the policy says (hold, floor or a fixed fallback). Only
     replicas.max, a bound the user configured, may lower the count, and the decision says so."""
     action = policy.on_missing_metrics.action
@@ -198,12 +206,13 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
     decisions = remember_extremes(since(state.decisions, now - _rate_limit_period(policy), now), now, desired)
     next_state = replace(state, recommendations=recs, decisions=decisions, last_waiting=None,
                          panic_until=panic(policy, None, None, state.panic_until, now).until)
+    wm = held(policy, signals.cluster)
     d = Decision(
         desired_replicas=desired,
         current_replicas=current,
         reason=reason,
         binding=bind,
-        components={"floor": floor, "max": top},
+        components={"floor": floor, "max": top, **(wm.explain() if policy.warm_capacity.enabled else {})},
         lead_time_seconds=lead.high_seconds,
         forecast_work=None,
         panic=False,
@@ -212,6 +221,7 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
         message=_missing_message(action, desired, current, top),
         missing_signals=unknown,
         implausible_signals=r.implausible,
+        warm_slots=wm.slots,
     )
     return DecisionResult(d, next_state)
 

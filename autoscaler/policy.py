@@ -290,6 +290,9 @@ class ColdStartSpec(_Spec):
     )
 
 
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+
 class WarmCapacitySpec(_Spec):
     """Warm capacity: placeholder pods at a low PriorityClass that hold the replica's GPUs on nodes where
     the model's image (and optionally its weights) is cached. A real replica preempts one through the
@@ -297,16 +300,18 @@ class WarmCapacitySpec(_Spec):
     weights are pre-staged). The decision sizes the pool within [minSlots, maxSlots]; every slot costs
     GPU-hours like a replica. See docs/warm-capacity.md."""
 
+    model_config = _cel(("!has(self.minSlots) || !has(self.maxSlots) || self.minSlots <= self.maxSlots",
+                         "minSlots must be ≤ maxSlots"))
     enabled: bool = False
     min_slots: int = Field(default=0, ge=0, le=MAX_REPLICAS, description="placeholders always kept")
     max_slots: int = Field(default=2, ge=0, le=MAX_REPLICAS, description="placeholders at most")
     priority_class_name: str = Field(
-        default="inference-autoscaler-warm", min_length=1, max_length=253,
+        default="inference-autoscaler-warm", min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN,
         description="a PriorityClass below the replicas' (the chart creates this one)",
     )
     image: str | None = Field(
         default=None, min_length=1, max_length=1024,
-        description="image the placeholder runs with a no-op command; default: the target's first container's",
+        description="image the placeholder runs with a no-op command; default: each GPU container's own",
     )
     weights_cache_path: str | None = Field(
         default=None, pattern=r"^/", max_length=1024,

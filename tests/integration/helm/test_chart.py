@@ -37,7 +37,7 @@ NON_DEFAULT = {
     "networkPolicy": {"enabled": True,
                       "metricsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}}}]},
     "serviceAccount": {"create": False, "name": "autoscaler-sa"},
-    "warmCapacity": {"enabled": True, "servingPriorityClass": {"create": True}},
+    "warmCapacity": {"enabled": True, "namespaces": ["team-b"], "servingPriorityClass": {"create": True}},
 }
 
 
@@ -331,6 +331,13 @@ def test_warm_capacity_brings_its_priority_classes_and_only_the_deployment_verbs
         assert [d["kind"] for d in bound] == ["ClusterRoleBinding"]
     validate(text, K8S_VERSIONS[-1])
 
+    # Deployment writes only where warm capacity is used, when the operator says where that is.
+    _, narrow = render(tmp_path, {"watchNamespaces": ["team-a", "team-b"],
+                                  "warmCapacity": {"enabled": True, "namespaces": ["team-b"]}})
+    warm_bound = [d for d in by_kind(narrow, "ClusterRoleBinding") + by_kind(narrow, "RoleBinding")
+                  if d["roleRef"]["name"] == "rel-inference-autoscaler-warm"]
+    assert [(d["kind"], d["metadata"]["namespace"]) for d in warm_bound] == [("RoleBinding", "team-b")]
+
     _, both = render(tmp_path, {"warmCapacity": {"enabled": True, "servingPriorityClass": {"create": True}}})
     classes = {d["metadata"]["name"]: d["value"] for d in by_kind(both, "PriorityClass")}
     assert classes["inference-autoscaler-serving"] > 0 > classes["inference-autoscaler-warm"]
@@ -340,7 +347,7 @@ def test_warm_capacity_values_are_checked(tmp_path):
     for bad in ({"warmCapacity": {"priorityClass": {"value": 0}}},
                 {"warmCapacity": {"priorityClass": {"name": "Not A Name"}}},
                 {"warmCapacity": {"servingPriorityClass": {"value": 2000000000}}},
-                {"warmCapacity": {"bogus": True}}):
+                {"warmCapacity": {"bogus": True}}, {"warmCapacity": {"namespaces": ["Team_A"]}}):
         f = tmp_path / "bad.yaml"
         f.write_text(yaml.safe_dump(bad))
         p = subprocess.run([helm(), "template", "rel", str(CHART), "-f", str(f)], capture_output=True, text=True,

@@ -563,10 +563,10 @@ class Reconciler:
         rt.failures = 0
         rt.next_due = now + spec.interval_seconds
         p.decided = (d, dry, applied, counts.ready, len(counts.starting))
-        p.warm = self._sync_warm(p, d, dry or blocked is not None, self._warm_running.get(warm_key, 0))
+        p.warm = self._sync_warm(p, d, dry or blocked is not None, self._warm_running.get(warm_key, 0), now)
         return applied
 
-    def _sync_warm(self, p: _Prepared, d: Decision, dry: bool, running: int) -> WarmStatus | None:
+    def _sync_warm(self, p: _Prepared, d: Decision, dry: bool, running: int, now: float) -> WarmStatus | None:
         """Keep the policy's placeholder Deployment as decided. A failure is the policy's own: counted, logged,
         an event and the status say so; the decision and the other policies go on."""
         spec, ref = p.policy.spec, p.policy.spec.target_ref
@@ -576,7 +576,7 @@ class Reconciler:
         uid = str((p.raw.get("metadata") or {}).get("uid") or "")
         try:
             return self.warm.sync(p.policy, uid, kind, ref.name, p.reading.resource_version, p.pods,
-                                  d.warm_slots, running, dry)
+                                  d.warm_slots, running, dry, now)
         except WARM_ERRORS as e:
             self.metrics.api_errors.labels(operation="warm pool", code=_code(e)).inc()
             msg = f"warm capacity: could not keep {d.warm_slots} placeholder(s): {_describe_error(e)[:300]}"

@@ -18,7 +18,8 @@ until the target has a pod there is no placeholder (the status says so), and a p
 has no affinity, schedulerName, runtimeClassName or imagePullSecrets to copy.
 
 Writes: create, then JSON-patch `spec` (the whole spec when the template changed, else only `replicas`);
-nothing when what was last applied is still what is wanted; delete when warm capacity is switched off while
+nothing when what was last applied is still what is wanted, except that it is asserted again every
+REASSERT_SECONDS (a Deployment someone deleted comes back); delete when warm capacity is switched off while
 placeholders still run. Dry run writes nothing.
 """
 
@@ -43,6 +44,7 @@ Obj = dict[str, Any]
 TEMPLATE_HASH = "autoscaler.inference.dev/warm-template-hash"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "inference-autoscaler", "app.kubernetes.io/component": "warm-slot"}
 MAX_NAME = 253
+REASSERT_SECONDS = 300.0
 # Copied from the target's pod spec as they are (placement and what pulling the image needs).
 PLACEMENT = ("nodeSelector", "tolerations", "affinity", "schedulerName", "runtimeClassName", "imagePullSecrets")
 # Holds the GPUs and exits at once on SIGTERM (a sleeping PID 1 would otherwise wait out the grace period,
@@ -170,7 +172,8 @@ class WarmPool:
 
     def __init__(self, apps: client.AppsV1Api):
         self.apps = apps
-        self._applied: dict[tuple[str, str], tuple[int, str]] = {}  # (ns, name) -> (replicas, template hash)
+        # (ns, name) -> ((replicas, template hash, owner uid), when applied)
+        self._applied: dict[tuple[str, str], tuple[tuple[int, str, str], float]] = {}
         self._templates: dict[tuple[str, str], tuple[str | None, Obj]] = {}  # target -> (rv, pod spec)
         self._lock = threading.Lock()
 
@@ -188,7 +191,7 @@ class WarmPool:
 
     def sync(self, policy: ModelScalingPolicy, policy_uid: str, target_kind: str, target_name: str,
              target_resource_version: str | None, pods: Sequence[Mapping[str, Any]], replicas: int, running: int,
-             dry_run: bool) -> WarmStatus:
+             dry_run: bool, now: float) -> WarmStatus:
         """Make the placeholder Deployment hold `replicas` slots. Raises ApiException/ValueError (the caller
         reports them as the policy's own failure)."""
         ns, warm = policy.metadata.namespace, policy.spec.warm_capacity
@@ -206,23 +209,27 @@ class WarmPool:
         body = placeholder_deployment(policy, policy_uid, target_name, placeholder_pod_spec(source, warm,
                                                                                               policy.spec.model.name),
                                       replicas)
-        wanted = (replicas, body["metadata"]["annotations"][TEMPLATE_HASH])
+        wanted = (replicas, body["metadata"]["annotations"][TEMPLATE_HASH], policy_uid)
         with self._lock:
-            last = self._applied.get(key)
+            memo = self._applied.get(key)
         if dry_run:
             return WarmStatus(replicas, running, f"dry run: would keep {replicas} placeholder(s) in Deployment {name}")
+        # What was applied counts for REASSERT_SECONDS, and only for the same policy object: one deleted and
+        # created again (a new uid) owns a new Deployment (the old one is garbage-collected).
+        fresh = memo is not None and memo[0][2] == policy_uid and 0 <= now - memo[1] < REASSERT_SECONDS
+        last = memo[0] if memo is not None and fresh else None
         if last != wanted:
-            self._apply(key, body, last, wanted)
+            self._apply(key, body, last, wanted, now)
         return WarmStatus(replicas, running, f"{running}/{replicas} placeholder(s) running in Deployment {name}")
 
-    def _apply(self, key: tuple[str, str], body: Obj, last: tuple[int, str] | None,
-               wanted: tuple[int, str]) -> None:
+    def _apply(self, key: tuple[str, str], body: Obj, last: tuple[int, str, str] | None,
+               wanted: tuple[int, str, str], now: float) -> None:
         ns, name = key
         if last is None:
             try:
                 call_json(self.apps.create_namespaced_deployment, ns, body)
                 with self._lock:
-                    self._applied[key] = wanted
+                    self._applied[key] = (wanted, now)
                 return
             except ApiException as e:
                 if not is_conflict(e):
@@ -243,7 +250,7 @@ class WarmPool:
                     self._applied.pop(key, None)
             raise
         with self._lock:
-            self._applied[key] = wanted
+            self._applied[key] = (wanted, now)
 
     def _disable(self, key: tuple[str, str], running: int, dry_run: bool) -> WarmStatus:
         """Warm capacity switched off: delete the placeholders we created or still see running."""
@@ -259,7 +266,3 @@ class WarmPool:
                 self._applied.pop(key, None)
             return WarmStatus(0, running, f"warm capacity off: Deployment {key[1]} deleted")
         return WarmStatus(0, running, "warm capacity off")
-
-    def forget(self, namespace: str, target_name: str) -> None:
-        with self._lock:
-            self._applied.pop((namespace, placeholder_name(target_name)), None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from autoscaler.controller.warmpool import IDLE, PRESTAGE, placeholder_pod_spec
+from autoscaler.controller.warmpool import IDLE, PRESTAGE, REASSERT_SECONDS, placeholder_pod_spec
 from autoscaler.observe import ColdStartObserver
 from autoscaler.observe.timefmt import format_time
 from autoscaler.observe.warm import WARM_FOR_LABEL, WarmNodes, landed_warm, running_placeholders, warm_label_value
@@ -118,6 +118,32 @@ def test_writes_only_what_changed(kube, api, source):
     assert len(kube.calls("PATCH", WARM_DEP)) == 1
     dep = kube.get("apps", "deployments", "models", "llama-warm")
     assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "vllm/vllm-openai:v0.7"
+
+
+def test_a_deleted_placeholder_deployment_comes_back_and_a_new_policy_owns_its_own(kube, api, source):
+    add_gpu_node(kube)
+    add_target(kube)
+    warm_policy(kube)
+    clock = [time.time()]
+    ctl = make_controller(api, source, clock=lambda: clock[0])
+    ctl.run_once()
+    kube.delete("apps", "deployments", "models", "llama-warm")  # someone deleted it
+    clock[0] += 20
+    ctl.run_once()
+    assert kube.get("apps", "deployments", "models", "llama-warm") is None  # not re-checked every tick
+    clock[0] += REASSERT_SECONDS
+    ctl.run_once()
+    assert kube.get("apps", "deployments", "models", "llama-warm") is not None
+    # The policy is deleted (its Deployment garbage-collected) and created again: a new owner, a new Deployment.
+    kube.delete(GROUP, "modelscalingpolicies", "models", "llama")
+    kube.delete("apps", "deployments", "models", "llama-warm")
+    clock[0] += 20
+    ctl.run_once()
+    again = warm_policy(kube)
+    clock[0] += 20
+    ctl.run_once()
+    dep = kube.get("apps", "deployments", "models", "llama-warm")
+    assert dep is not None and dep["metadata"]["ownerReferences"][0]["uid"] == again["metadata"]["uid"]
 
 
 def test_an_existing_placeholder_from_before_a_restart_is_patched_not_recreated(kube, api, source):

@@ -3,6 +3,8 @@ lands on a warm slot (coldstart.lead_time)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -110,6 +112,7 @@ def test_decide_sizes_the_pool_from_its_own_forecast() -> None:
         state, t = r.state, t + 60.0
     d = r.decision
     assert d.components["warm_horizon_s"] >= d.lead_time_seconds
+    assert d.forecast_work is not None
     assert d.components["warm_burst_work"] >= d.forecast_work  # a higher quantile over a longer horizon
     assert 0 < d.warm_slots <= 20
 
@@ -176,3 +179,32 @@ def test_stage_durations_are_learned_per_situation() -> None:
     assert warm_stages["scheduling"] > stage_estimate(spec, stats, "scheduling").median_seconds
     # ... and a stage no warm sample exists for uses what cold starts taught (warmup does not depend on caches).
     assert warm_stages["warmup"] == cold_stages["warmup"] > 60.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sched=st.floats(0.0, 600.0), node=st.floats(0.0, 3600.0), pull=st.floats(0.0, 3600.0),
+    load=st.floats(0.0, 3600.0), warmup=st.floats(0.0, 3600.0), free=st.none() | st.integers(0, 8),
+    cached=st.none() | st.booleans(), slots=st.integers(1, 8), prestaged=st.booleans(),
+)
+def test_a_warm_slot_never_plans_a_slower_start_than_the_cold_path(
+        sched: float, node: float, pull: float, load: float, warmup: float, free: int | None,
+        cached: bool | None, slots: int, prestaged: bool) -> None:
+    spec = policy(coldStart={"schedulingSeconds": sched, "nodeProvisioningSeconds": max(node, sched),
+                             "imagePullSeconds": pull, "weightLoadSeconds": load, "warmupSeconds": warmup}).cold_start
+    cold = lead_time(spec, ColdStartStats(), ClusterFacts(free_replica_slots=free, image_cached=cached))
+    warm_lead = lead_time(spec, ColdStartStats(), ClusterFacts(free_replica_slots=free, image_cached=cached,
+                                                              warm_slots=slots), weights_prestaged=prestaged)
+    assert warm_lead.median_seconds <= cold.median_seconds + 1e-9
+    assert warm_lead.high_seconds <= cold.high_seconds + 1e-9
+    assert "node_provisioning" not in dict(warm_lead.stages)
+
+
+def test_decide_plans_with_the_warm_lead_time_and_pre_staged_weights() -> None:
+    pol = policy(warmCapacity={**WARM, "weightsCachePath": "/var/cache/models"})
+    cold = decide(pol, signals(work=5.0, desired=5), CoreState(), 1000.0).decision
+    warm_sig = replace(signals(work=5.0, desired=5), cluster=ClusterFacts(warm_slots=1))
+    warm_d = decide(pol, warm_sig, CoreState(), 1000.0).decision
+    spec = pol.cold_start
+    prestaged = lead_time(spec, ColdStartStats(), ClusterFacts(warm_slots=1), weights_prestaged=True)
+    assert warm_d.lead_time_seconds == prestaged.high_seconds < cold.lead_time_seconds

@@ -29,8 +29,8 @@ def test_off_by_default_and_accepts_a_full_spec() -> None:
 
 @pytest.mark.parametrize(("warm", "path", "words"), [
     ({"minSlots": 3, "maxSlots": 1}, "spec.warmCapacity", "minSlots (3) must be ≤ maxSlots (1)"),
-    ({"priorityClassName": "Not_A_Name"}, "spec.warmCapacity.priorityClassName", "pattern"),
-    ({"weightsCachePath": "models"}, "spec.warmCapacity.weightsCachePath", "pattern '^/'"),
+    ({"priorityClassName": "Not_A_Name"}, "spec.warmCapacity.priorityClassName", "not a PriorityClass name"),
+    ({"weightsCachePath": "models"}, "spec.warmCapacity.weightsCachePath", "must be an absolute path on the node"),
     ({"minSlots": -1}, "spec.warmCapacity.minSlots", "greater than or equal to 0"),
     ({"slots": 2}, "spec.warmCapacity.slots", ""),
 ])
@@ -46,3 +46,4 @@ def test_the_crd_checks_the_slot_order_as_the_model_does() -> None:
     rules = [v["rule"] for v in warm["x-kubernetes-validations"]]
     assert rules == ["!has(self.minSlots) || !has(self.maxSlots) || self.minSlots <= self.maxSlots"]
     assert warm["properties"]["priorityClassName"]["pattern"].startswith("^[a-z0-9]")
+    assert warm["properties"]["weightsCachePath"]["pattern"] == "^/"

@@ -219,6 +219,26 @@ def test_a_target_without_a_pod_template_says_so(kube, api, source):
     assert "has no pod" in status_of(kube).get("warmCapacity", {}).get("message", "")
 
 
+def test_other_kinds_copy_gpus_and_placement_from_a_pod_of_the_target(kube, api, source):
+    add_gpu_node(kube)
+    kube.scale_paths[("example.com", "models")] = kube.scale_paths[("apps", "deployments")]
+    kube.put("example.com", "models", {"metadata": {"name": "llama", "namespace": "models"},
+                                       "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llama"}}}},
+             kind="Model")
+    replica = pod("llama-0", "models", {"app": "llama"})
+    replica["spec"].update(nodeSelector=PLACEMENT["nodeSelector"], tolerations=PLACEMENT["tolerations"])
+    replica["spec"]["containers"].append(SIDECAR)
+    kube.put("", "pods", replica, kind="Pod")
+    add_policy(kube, api_version="example.com/v1", kind="Model", warmCapacity={"enabled": True, "minSlots": 1})
+    make_controller(api, source).run_once()
+    dep = kube.get("apps", "deployments", "models", "llama-warm")
+    assert dep is not None and dep["spec"]["replicas"] == 1
+    spec = dep["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == PLACEMENT["nodeSelector"] and spec["tolerations"] == PLACEMENT["tolerations"]
+    assert [(c["name"], c["resources"]) for c in spec["containers"]] == [
+        ("engine", {"requests": {"nvidia.com/gpu": "1"}})]
+
+
 # -- the placeholder's pod -----------------------------------------------------------------------------
 
 

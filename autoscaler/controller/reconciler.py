@@ -864,6 +864,8 @@ class Reconciler:
             status["lastScaleTime"] = decision_status(d, now, dry, applied)["time"]
         if p.warm is not None:
             status["warmCapacity"] = p.warm.to_dict()
+        else:
+            status.pop("warmCapacity", None)
         self._persist(raw, rt, status, now)
 
         ns, name = policy.metadata.namespace, policy.metadata.name

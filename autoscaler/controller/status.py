@@ -78,6 +78,8 @@ def status_fingerprint(status: dict[str, Any]) -> tuple[Any, ...]:
         tuple(_cond_key(c) for c in status.get("conditions") or ()),
         samples,
         capacity,
+        tuple(sorted((status.get("warmCapacity") or {}).items())) if isinstance(status.get("warmCapacity"), dict)
+        else None,
     )
 
 

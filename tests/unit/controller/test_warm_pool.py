@@ -202,8 +202,15 @@ def test_switching_warm_capacity_off_deletes_running_placeholders(kube, api, sou
     kube.put("apps", "deployments", {"metadata": {"name": "llama-warm", "namespace": "models"},
                                      "spec": {"replicas": 1}}, kind="Deployment")
     kube.put("", "pods", placeholder("llama-warm-a", "gpu-1"), kind="Pod")
-    make_controller(api, source).run_once()
+    clock = [time.time()]
+    ctl = make_controller(api, source, clock=lambda: clock[0])
+    ctl.run_once()
     assert kube.get("apps", "deployments", "models", "llama-warm") is None
+    assert "deleted" in status_of(kube)["warmCapacity"]["message"]
+    kube.delete("", "pods", "models", "llama-warm-a")
+    clock[0] += 20
+    ctl.run_once()
+    assert "warmCapacity" not in status_of(kube)  # nothing left to say
 
 
 def test_a_target_without_a_pod_template_says_so(kube, api, source):

@@ -56,11 +56,13 @@ from autoscaler.controller.status import (
     status_fingerprint,
 )
 from autoscaler.controller.telemetry import ControllerMetrics
+from autoscaler.controller.warmpool import WarmPool, WarmStatus
 from autoscaler.core import CoreState, Decision, Reason, Signals, decide, forecast_config
 from autoscaler.core.signals import ClusterFacts
 from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_usage_by_node, replica_counts
 from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times
 from autoscaler.observe.pods import is_ready
+from autoscaler.observe.warm import WarmNodes, running_placeholders, warm_label_value
 from autoscaler.policy import API_GROUP, PLURAL, ModelScalingPolicy
 from autoscaler.policy_loader import PolicyError, parse_policy
 from autoscaler.sources.base import MetricsSource
@@ -83,6 +85,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 VERSION = "v1alpha1"
 MAX_CONFLICT_RETRIES = 3
+WARM_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
 LIMITED = {Reason.SCALE_UP_RATE_LIMITED, Reason.SCALE_DOWN_MAX, Reason.UNSCHEDULABLE}
 
 
@@ -134,6 +137,7 @@ class _Prepared:
     pods: list[Mapping[str, Any]]
     # (decision, dry run, applied, ready, starting) once decided: recorded after every write of the tick
     decided: tuple[Decision, bool, bool, int, int] | None = None
+    warm: WarmStatus | None = None  # the warm pool after this tick (spec.warmCapacity)
 
 
 @dataclass
@@ -187,6 +191,11 @@ class Reconciler:
         self.drain = DrainWatch()  # replicas on cordoned/tainted nodes: the surge's input, status.drain, events
         self.runtimes: dict[str, PolicyRuntime] = {}
         self._facts_memo: tuple[list[Obj], dict[tuple[Any, ...], ClusterFacts]] | None = None  # this tick's
+        # Warm capacity (autoscaler/controller/warmpool.py): placeholder Deployments, the nodes placeholders
+        # held, and this tick's running placeholders per (namespace, policy).
+        self.warm = WarmPool(self.apis.apps)
+        self.warm_nodes = WarmNodes()
+        self._warm_running: dict[tuple[str, str], int] = {}
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="reconcile")
 
     # -- the tick ----------------------------------------------------------------------------------
@@ -251,6 +260,8 @@ class Reconciler:
         events = events_by_pod_uid(self.list_events())
         gpus_used = gpu_usage_by_node(pods)
         node_created = node_creation_times(nodes)
+        self.warm_nodes.see(pods, now)
+        self._warm_running = running_placeholders(pods)
         owner_of = owners(self._claims(raws))
         autoscalers = self._autoscalers()
 
@@ -507,8 +518,12 @@ class Reconciler:
         spec, key = policy.spec, policy.key
         counts = replica_counts(reading.replicas, p.pods, now)
         counts = replace(counts, leaving=self.drain.leaving(key, p.pods, nodes))
-        observations = self.observer.observe(key, p.pods, events, node_created)
+        warm_key = (policy.metadata.namespace, warm_label_value(policy.metadata.name))
+        observations = self.observer.observe(key, p.pods, events, node_created, self.warm_nodes.nodes(*warm_key),
+                                             2 * spec.interval_seconds)
         facts = self._facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
+        if spec.warm_capacity.enabled:
+            facts = replace(facts, warm_slots=self._warm_running.get(warm_key, 0))
         sig = replace(signals, replicas=counts, cluster=facts, observations=observations)
         prev_state = rt.state or CoreState()
         try:
@@ -560,7 +575,26 @@ class Reconciler:
         rt.failures = 0
         rt.next_due = now + spec.interval_seconds
         p.decided = (d, dry, applied, counts.ready, len(counts.starting))
+        p.warm = self._sync_warm(p, d, dry or blocked is not None, self._warm_running.get(warm_key, 0), now)
         return applied
+
+    def _sync_warm(self, p: _Prepared, d: Decision, dry: bool, running: int, now: float) -> WarmStatus | None:
+        """Keep the policy's placeholder Deployment as decided. A failure is the policy's own: counted, logged,
+        an event and the status say so; the decision and the other policies go on."""
+        spec, ref = p.policy.spec, p.policy.spec.target_ref
+        if d.desired_replicas is None or (not spec.warm_capacity.enabled and not running):
+            return None
+        kind = "Deployment" if ref.kind == "Deployment" and ref.api_version == "apps/v1" else ref.kind
+        uid = str((p.raw.get("metadata") or {}).get("uid") or "")
+        try:
+            return self.warm.sync(p.policy, uid, kind, ref.name, p.reading.resource_version, p.pods,
+                                  d.warm_slots, running, dry, now)
+        except WARM_ERRORS as e:
+            self.metrics.api_errors.labels(operation="warm pool", code=_code(e)).inc()
+            msg = f"warm capacity: could not keep {d.warm_slots} placeholder(s): {_describe_error(e)[:300]}"
+            log.warning(msg, extra={"policy": p.policy.key})
+            self.recorder.record(p.raw, "Warning", "WarmCapacityFailed", msg)
+            return WarmStatus(d.warm_slots, running, msg)
 
     def _facts(
         self, template: Mapping[str, Any] | None, nodes: list[Obj], gpus_used: dict[str, int], gpus: int
@@ -845,6 +879,10 @@ class Reconciler:
             status["coldStartWatermark"] = mark
         if applied:
             status["lastScaleTime"] = decision_status(d, now, dry, applied)["time"]
+        if p.warm is not None:
+            status["warmCapacity"] = p.warm.to_dict()
+        else:
+            status.pop("warmCapacity", None)
         self._persist(raw, rt, status, now)
         if (slo_event := slo_infeasible_event(slo_before, *slo_now)) is not None:
             self.recorder.record(raw, *slo_event)

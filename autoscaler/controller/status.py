@@ -109,6 +109,8 @@ def status_fingerprint(status: dict[str, Any]) -> tuple[Any, ...]:
         capacity,
         tuple((e.get("node"), e.get("replicas"), e.get("replacementsReady"), e.get("safe"))
               for e in status.get("drain") or () if isinstance(e, dict)),
+        tuple(sorted((status.get("warmCapacity") or {}).items())) if isinstance(status.get("warmCapacity"), dict)
+        else None,
     )
 
 

@@ -31,6 +31,7 @@ from autoscaler.core.stages.reactive import reactive, ready_in
 from autoscaler.core.stages.readings import Readings, read
 from autoscaler.core.stages.slo_feedback import prefill_bound, slo_attainment
 from autoscaler.core.stages.stabilize import History, Stabilized, remember_extremes, remember_max, since, stabilize
+from autoscaler.core.stages.warm import held, warm
 from autoscaler.core.state import CoreState
 from autoscaler.policy import PolicySpec
 from forecasting import ForecastConfig
@@ -107,7 +108,8 @@ def decide(
     replicas = signals.replicas
     prev_tick = state.last_tick
     state = replace(state, coldstart=state.coldstart.observe(signals.observations), last_tick=now)
-    lead = lead_time(policy.cold_start, state.coldstart, signals.cluster)
+    lead = lead_time(policy.cold_start, state.coldstart, signals.cluster,
+                     weights_prestaged=policy.warm_capacity.prestages_weights)
     if (replicas is None or not age_within(replicas.age_seconds, policy.metrics.staleness_seconds)
             or replicas.desired < 0 or not math.isfinite(now)):
         d = Decision(None, None, Reason.TARGET_UNKNOWN, "target", {}, lead.median_seconds, None, False,
@@ -117,12 +119,13 @@ def decide(
     current = replicas.desired
     r = read(policy, signals)
     if not r.demand_known:
-        return _missing_metrics(policy, state, now, current, floor, top, lead, r, replicas.leaving)
+        return _missing_metrics(policy, state, now, current, floor, top, lead, r, signals)
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, r.kv_cache_usage, not r.unknown, state.capacity,
                   state.load_factor, state.settled_since, now - prev_tick if prev_tick is not None else 0.0, now)
-    pr = predictive(policy, forecast_cfg or forecast_config(policy), state.forecast, state.forecast_step_seconds,
+    cfg = forecast_cfg or forecast_config(policy)
+    pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
     re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, cp.factor, cp.usable,
                   ready_in(policy, replicas, state.coldstart, signals.cluster, lead))
@@ -146,13 +149,17 @@ def decide(
     desired, reason = limit(policy, decisions, now, current, b.raw, b.binding, st.value, pn.active, stuck)
     if reason is Reason.SCALE_DOWN:
         components.update(st.explain())
-    if r.unknown and desired <= (held := missing_target(policy, current)):
-        desired, reason = held, Reason.METRICS_MISSING  # scale up on what is known, never down
+    if r.unknown and desired <= (hold_at := missing_target(policy, current)):
+        desired, reason = hold_at, Reason.METRICS_MISSING  # scale up on what is known, never down
     desired, reason = clamp(desired, reason, floor, top)
     sg = surge(desired, recommended, replicas.leaving, top, stuck)
     if sg.added:
         desired, reason = sg.replicas, (Reason.SCALE_UP_LEAVING if sg.replicas > current else reason)
     components.update(sg.explain())
+    wm = warm(policy, cfg, pr.forecast, dm.offered, cp.usable, state.coldstart, signals.cluster, desired,
+              trusted=not r.unknown)
+    if policy.warm_capacity.enabled:
+        components.update(wm.explain())
 
     next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn)
     share, why = feasibility(policy, signals)
@@ -172,6 +179,7 @@ def decide(
         implausible_signals=r.implausible,
         slo_infeasible_share=share,
         slo_infeasible_message=why,
+        warm_slots=wm.slots,
     )
     return DecisionResult(d, next_state)
 
@@ -198,7 +206,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
 
 
 def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: int, floor: int, top: int,
-                     lead: LeadTime, r: Readings, leaving: int = 0) -> DecisionResult:
+                     lead: LeadTime, r: Readings, signals: Signals) -> DecisionResult:
     """Demand unknown: never scale down; do what the policy says (hold, floor or a fixed fallback). Only
     replicas.max, a bound the user configured, may lower the count, and the decision says so."""
     action = policy.on_missing_metrics.action
@@ -206,21 +214,24 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
     reason, bind = Reason.METRICS_MISSING, f"onMissingMetrics:{action}"
     if desired < current:
         reason, bind = Reason.SCALE_DOWN_MAX, "max"
-    held, sg = desired, surge(desired, desired, leaving, top)  # demand unknown: what is held is the need
+    leaving = signals.replicas.leaving if signals.replicas is not None else 0
+    need, sg = desired, surge(desired, desired, leaving, top)  # demand unknown: what is held is the need
     if sg.added:
         desired, reason = sg.replicas, (Reason.SCALE_UP_LEAVING if sg.replicas > current else reason)
     unknown = tuple(n for n in ("prompt_tokens_rate", "generation_tokens_rate") if n not in r.unknown) + r.unknown
     recs = remember_max(since(state.recommendations, now - stabilization_window_seconds(policy, lead), now), now,
-                        held)
+                        need)
     decisions = remember_extremes(since(state.decisions, now - _rate_limit_period(policy), now), now, desired)
     next_state = replace(state, recommendations=recs, decisions=decisions, last_waiting=None,
                          panic_until=panic(policy, None, None, state.panic_until, now).until)
+    wm = held(policy, signals.cluster)
     d = Decision(
         desired_replicas=desired,
         current_replicas=current,
         reason=reason,
         binding=bind,
-        components={"floor": floor, "max": top, **sg.explain()},
+        components={"floor": floor, "max": top, **sg.explain(),
+                    **(wm.explain() if policy.warm_capacity.enabled else {})},
         lead_time_seconds=lead.high_seconds,
         forecast_work=None,
         panic=False,
@@ -229,6 +240,7 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
         message=_missing_message(action, desired, current, top) + sg.message(top),
         missing_signals=unknown,
         implausible_signals=r.implausible,
+        warm_slots=wm.slots,
     )
     return DecisionResult(d, next_state)
 

@@ -13,6 +13,7 @@ from typing import Any
 from autoscaler.core.signals import StageObservation
 from autoscaler.observe.pods import completed_stages, is_unschedulable
 from autoscaler.observe.timefmt import parse_time
+from autoscaler.observe.warm import Presence, landed_warm
 
 
 class ColdStartObserver:
@@ -42,8 +43,11 @@ class ColdStartObserver:
         pods: Iterable[Mapping[str, Any]],
         events_by_pod: Mapping[str, list[Mapping[str, Any]]],
         node_created: Mapping[str, float],
+        warm_nodes: Mapping[str, Presence] | None = None,
+        warm_grace_seconds: float = 60.0,
     ) -> tuple[StageObservation, ...]:
-        """New completed stages of `pods` (the target's pods) since the last call."""
+        """New completed stages of `pods` (the target's pods) since the last call. `warm_nodes`: where the
+        policy's placeholders were seen (observe/warm.py); a pod that took one reports its stages as "warm"."""
         mark = self._watermarks.get(key)
         newest = mark
         out: list[StageObservation] = []
@@ -59,6 +63,7 @@ class ColdStartObserver:
                 events_by_pod.get(uid, ()),
                 node_created.get(node) if node else None,
                 uid in self._unschedulable,
+                bool(warm_nodes) and landed_warm(pod, warm_nodes or {}, warm_grace_seconds),
             ):
                 if c.stage in done:
                     continue

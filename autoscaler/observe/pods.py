@@ -12,6 +12,10 @@ Stages, from the pod's own timestamps:
 - warmup: main container start (or weights loaded) -> `Ready=True`. With neither an init container nor
   the annotation, weight loading cannot be told apart from warmup, so container start -> Ready is all
   reported as warmup (the weight_load prior then stays a prior).
+
+A replica that took a warm slot (a placeholder of spec.warmCapacity was preempted for it; see observe/warm.py)
+reports every stage under the situation "warm", and its node stage as scheduling: it waited for the
+preemption (the scheduler reports it Unschedulable with a FailedScheduling event first), not for a new node.
 """
 
 from __future__ import annotations
@@ -142,16 +146,31 @@ def _event_time(ev: Mapping[str, Any]) -> float | None:
     )
 
 
+WARM_SITUATION = "warm"
+
+
 def completed_stages(
-    pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, seen_unschedulable: bool
+    pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, seen_unschedulable: bool,
+    warm: bool = False,
 ) -> list[CompletedStage]:
-    """Every cold-start stage this pod has finished, with its duration and when it finished."""
+    """Every cold-start stage this pod has finished, with its duration and when it finished. `warm`: the pod
+    took a warm slot (every stage is reported under the situation "warm", its node stage as scheduling)."""
+    out = _completed_stages(pod, events, node_created_at, seen_unschedulable and not warm, warm)
+    if not warm:
+        return out
+    return [CompletedStage(c.stage, c.seconds, WARM_SITUATION, c.completed_at) for c in out]
+
+
+def _completed_stages(
+    pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, seen_unschedulable: bool,
+    warm: bool,
+) -> list[CompletedStage]:
     out: list[CompletedStage] = []
     created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
     scheduled_at = _true_at(pod, "PodScheduled")
     events = list(events)
     if created is not None and scheduled_at is not None:
-        provisioned = (
+        provisioned = not warm and (
             seen_unschedulable
             or any(e.get("reason") in SCALE_UP_EVENT_REASONS for e in events)
             or (node_created_at is not None and node_created_at > created)

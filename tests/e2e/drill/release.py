@@ -29,6 +29,7 @@ WATCHED = {
     "kserve": "ia-fault-kserve",
     "isolation": "ia-fault-isolation",
     "drain": "ia-drain",
+    "warm": "ia-warm-drill",
 }
 UNWATCHED = "ia-unwatched"
 LEASE_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_SECONDS = 6, 4, 1
@@ -43,6 +44,8 @@ VALUES: dict[str, Any] = {
     },
     "watchNamespaces": sorted(WATCHED.values()),
     "logLevel": "info",
+    # The placeholders' PriorityClass, and Deployment writes in the warm drill's namespace only.
+    "warmCapacity": {"enabled": True, "namespaces": [WATCHED["warm"]]},
 }
 
 

@@ -37,6 +37,7 @@ NON_DEFAULT = {
     "networkPolicy": {"enabled": True,
                       "metricsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}}}]},
     "serviceAccount": {"create": False, "name": "autoscaler-sa"},
+    "warmCapacity": {"enabled": True, "namespaces": ["team-b"], "servingPriorityClass": {"create": True}},
 }
 
 
@@ -303,3 +304,52 @@ def test_prometheus_allow_list_and_bind_address_reach_the_controller(tmp_path):
     _, docs = render(tmp_path)
     args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not any(a.startswith("--prometheus-allowed-url") for a in args)  # default: prometheusUrl only
+
+
+@pytest.mark.parametrize("namespaces", [[], ["team-a", "team-b"]], ids=["cluster-wide", "per-namespace"])
+def test_warm_capacity_brings_its_priority_classes_and_only_the_deployment_verbs_it_needs(tmp_path, namespaces):
+    _, off = render(tmp_path, {"watchNamespaces": namespaces})
+    assert not by_kind(off, "PriorityClass")
+    assert not any(r["roleRef"]["name"].endswith("-warm") for r in by_kind(off, "RoleBinding")
+                   + by_kind(off, "ClusterRoleBinding"))
+
+    text, on = render(tmp_path, {"watchNamespaces": namespaces, "warmCapacity": {"enabled": True}})
+    (pc,) = by_kind(on, "PriorityClass")
+    assert pc["metadata"]["name"] == "inference-autoscaler-warm"
+    assert pc["value"] < 0 and pc["preemptionPolicy"] == "Never" and pc["globalDefault"] is False
+    granted = {(g, res, v) for r in _rules(on) for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+    _, base = render(tmp_path, {"watchNamespaces": namespaces})
+    before = {(g, res, v) for r in _rules(base) for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+    assert granted - before == {("apps", "deployments", v) for v in ("create", "patch", "delete")}
+    assert not any("eviction" in res for _, res, _ in granted)  # the scheduler preempts; nothing evicts
+    bound = [d for d in by_kind(on, "ClusterRoleBinding") + by_kind(on, "RoleBinding")
+             if d["roleRef"]["name"] == "rel-inference-autoscaler-warm"]
+    if namespaces:
+        assert [d["kind"] for d in bound] == ["RoleBinding", "RoleBinding"]
+        assert sorted(d["metadata"]["namespace"] for d in bound) == namespaces
+    else:
+        assert [d["kind"] for d in bound] == ["ClusterRoleBinding"]
+    validate(text, K8S_VERSIONS[-1])
+
+    # Deployment writes only where warm capacity is used, when the operator says where that is.
+    _, narrow = render(tmp_path, {"watchNamespaces": ["team-a", "team-b"],
+                                  "warmCapacity": {"enabled": True, "namespaces": ["team-b"]}})
+    warm_bound = [d for d in by_kind(narrow, "ClusterRoleBinding") + by_kind(narrow, "RoleBinding")
+                  if d["roleRef"]["name"] == "rel-inference-autoscaler-warm"]
+    assert [(d["kind"], d["metadata"]["namespace"]) for d in warm_bound] == [("RoleBinding", "team-b")]
+
+    _, both = render(tmp_path, {"warmCapacity": {"enabled": True, "servingPriorityClass": {"create": True}}})
+    classes = {d["metadata"]["name"]: d["value"] for d in by_kind(both, "PriorityClass")}
+    assert classes["inference-autoscaler-serving"] > 0 > classes["inference-autoscaler-warm"]
+
+
+def test_warm_capacity_values_are_checked(tmp_path):
+    for bad in ({"warmCapacity": {"priorityClass": {"value": 0}}},
+                {"warmCapacity": {"priorityClass": {"name": "Not A Name"}}},
+                {"warmCapacity": {"servingPriorityClass": {"value": 2000000000}}},
+                {"warmCapacity": {"bogus": True}}, {"warmCapacity": {"namespaces": ["Team_A"]}}):
+        f = tmp_path / "bad.yaml"
+        f.write_text(yaml.safe_dump(bad))
+        p = subprocess.run([helm(), "template", "rel", str(CHART), "-f", str(f)], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode != 0, bad

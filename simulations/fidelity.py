@@ -18,10 +18,10 @@ It does **not** agree for (docs/vllm-replica-model.md, "Fluid and request-level"
   bench's bisection probes exactly that edge.
 - `hpa` and `keda`: their searched signal is mostly p90 queue time, whose tail on a real engine comes from
   arrivals queued behind long prompts' prefill chunks (11 % of Azure conv requests wait > 0.3 s at 8
-  replicas, 0.4 % in the pooled fluid), so they scale differently (Azure conv, HPA on p90 queue time 0.42 s:
-  5.7 vs 7.4 GPU-h); on `waiting` and `running` they swing between few and many replicas under overload
-  and the swing's phase follows small differences in the gauges (gaps up to 20 points at attainments
-  below 95 %).
+  replicas, 0.4 % in the pooled fluid), so they scale differently (Azure conv, KEDA on p90 queue time 0.42 s,
+  the bench's setting: 99.4 % request-level vs 92.9 % fluid); on `waiting` and `running` they swing between
+  few and many replicas under overload and the swing's phase follows small differences in the gauges (gaps
+  up to 20 points at attainments below 95 %).
 Those families must be scored request-level; where the bench cannot (multi-day fluid scenarios), its
 report labels their rows as not validated.
 """

@@ -28,7 +28,13 @@ report labels their rows as not validated.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
+
+import numpy as np
+
+from simulations.scenario import Scenario, build_workload, load_scenario
+from simulations.trace import BinnedWorkload, Trace
 
 Mode = Literal["fluid", "request"]
 
@@ -49,3 +55,49 @@ def fleet_mode(scenario_mode: str, family: str) -> Mode:
     if scenario_mode == "request":
         return "request"
     return "fluid" if family in FLUID_AGREES else "request"
+
+
+# ---- the shared traces both fleets are compared on (the agreement test, benchmarks/fluid_vs_request.py)
+
+WINDOW_SECONDS = 1200
+# trace -> (scenario, start second of the window: a peak hour)
+WINDOWS: dict[str, tuple[str, float]] = {"diurnal-peak": ("diurnal", 15.5 * 3600),
+                                         "servegen-large": ("servegen-large", 2 * 86400 + 15 * 3600),
+                                         "servegen-mid": ("servegen-mid", 86400 + 15 * 3600)}
+TRACES: tuple[str, ...] = ("azure-conv", *WINDOWS)
+
+
+def sample_trace(wl: BinnedWorkload, start_s: float, seconds: float, seed: int) -> Trace:
+    """Requests drawn from a binned workload's window: Poisson counts per bin, uniform times inside it,
+    prompt and output lengths from its samples."""
+    rng = np.random.default_rng(seed)
+    lo = int(start_s / wl.bin_seconds)
+    hi = lo + int(seconds / wl.bin_seconds)
+    counts = rng.poisson(wl.counts[lo:hi])
+    t = np.repeat(np.arange(hi - lo, dtype=np.float64), counts) + rng.random(int(counts.sum()))
+    t = np.sort(t * wl.bin_seconds)
+    n = len(t)
+    prompt = rng.choice(wl.prompt_sample, n).astype(np.int64)
+    output = rng.choice(wl.output_sample, n).astype(np.int64)
+    return Trace(f"{wl.name}@{start_s:g}", t, np.maximum(prompt, 1), np.maximum(output, 1),
+                 wl.start_epoch + lo * wl.bin_seconds)
+
+
+@lru_cache(maxsize=4)
+def agreement_case(name: str) -> tuple[Scenario, Trace]:
+    """One shared trace, request-level, with the scenario to replay it in (`trace.binned(bin)` is its fluid
+    twin): the first 30 min of Azure conv, or a 20-min request sample of a fluid scenario's peak."""
+    if name == "azure-conv":
+        sc = load_scenario(name)
+        wl = build_workload(sc, limit_seconds=1800)
+        assert isinstance(wl, Trace)
+        return sc, wl
+    if name not in WINDOWS:
+        raise ValueError(f"shared trace {name!r}: use one of {', '.join(TRACES)}")
+    scenario, start = WINDOWS[name]
+    sc = load_scenario(scenario)
+    binned = build_workload(sc, limit_seconds=start + WINDOW_SECONDS + 60)
+    assert isinstance(binned, BinnedWorkload)
+    trace = sample_trace(binned, start, WINDOW_SECONDS, sc.seed)
+    # the replay starts at the window's start: a fleet sized for it
+    return sc.model_copy(update={"fidelity": "request", "start_time": None}), trace

@@ -11,9 +11,6 @@ fluid is optimistic by 1 to 5 points for a static fleet. Families that do not ag
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import numpy as np
 import pytest
 
 from autoscaler.policy_loader import load_policy_file
@@ -22,51 +19,16 @@ from simulations.autoscalers.oracle import Oracle
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.registry import make_baseline
 from simulations.bench import default_policy_file
-from simulations.fidelity import FAMILIES, FLUID_AGREES, fleet_mode
+from simulations.fidelity import FAMILIES, FLUID_AGREES, TRACES, agreement_case, fleet_mode
 from simulations.runner import run
-from simulations.scenario import Scenario, build_workload, load_scenario
-from simulations.trace import BinnedWorkload, Trace
+from simulations.scenario import Scenario
+from simulations.trace import Trace
 
 TOLERANCE = 0.02
-WINDOW_SECONDS = 1200
-
-# trace -> (scenario, start second of the window: a peak hour)
-WINDOWS: dict[str, tuple[str, float]] = {"diurnal-peak": ("diurnal", 15.5 * 3600),
-                                         "servegen-large": ("servegen-large", 2 * 86400 + 15 * 3600),
-                                         "servegen-mid": ("servegen-mid", 86400 + 15 * 3600)}
-TRACES: tuple[str, ...] = ("azure-conv", *WINDOWS)
 
 
-def sample_trace(wl: BinnedWorkload, start_s: float, seconds: float, seed: int) -> Trace:
-    """Requests drawn from a binned workload's window: Poisson counts per bin, uniform times inside it,
-    prompt and output lengths from its samples."""
-    rng = np.random.default_rng(seed)
-    lo = int(start_s / wl.bin_seconds)
-    hi = lo + int(seconds / wl.bin_seconds)
-    counts = rng.poisson(wl.counts[lo:hi])
-    t = np.repeat(np.arange(hi - lo, dtype=np.float64), counts) + rng.random(int(counts.sum()))
-    t = np.sort(t * wl.bin_seconds)
-    n = len(t)
-    prompt = rng.choice(wl.prompt_sample, n).astype(np.int64)
-    output = rng.choice(wl.output_sample, n).astype(np.int64)
-    return Trace(f"{wl.name}@{start_s:g}", t, np.maximum(prompt, 1), np.maximum(output, 1),
-                 wl.start_epoch + lo * wl.bin_seconds)
-
-
-@lru_cache(maxsize=4)
 def _case(name: str) -> tuple[Scenario, Trace]:
-    if name == "azure-conv":
-        sc = load_scenario(name)
-        wl = build_workload(sc, limit_seconds=1800)
-        assert isinstance(wl, Trace)
-        return sc, wl
-    scenario, start = WINDOWS[name]
-    sc = load_scenario(scenario)
-    binned = build_workload(sc, limit_seconds=start + WINDOW_SECONDS + 60)
-    assert isinstance(binned, BinnedWorkload)
-    trace = sample_trace(binned, start, WINDOW_SECONDS, sc.seed)
-    # the replay starts at the window's start: a fleet sized for it
-    return sc.model_copy(update={"fidelity": "request", "start_time": None}), trace
+    return agreement_case(name)
 
 
 # The baselines at the setting the bench's search picked on each trace's scenario (docs/benchmarks.md, the

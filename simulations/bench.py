@@ -145,8 +145,10 @@ def _run_job(job: Job) -> dict[str, Any]:
     label = mode
     if base.fidelity == "fluid" and mode == "request":
         # A multi-day binned workload has no request-level replay that fits the bench (millions of requests
-        # per day); such a family runs on the fluid model and the report says it is not validated there.
-        mode, label = "fluid", "fluid (not validated for this family: simulations/fidelity.py)"
+        # per day); such a family runs on the fluid model and the report says plainly that its numbers there
+        # are not validated (why, per family: simulations/fidelity.py and docs/vllm-replica-model.md).
+        mode, label = "fluid", ("fluid, NOT validated for this family (fluid and request-level disagree: "
+                                "docs/vllm-replica-model.md)")
     sc0, wl = _load(job.scenario, job.quick, mode)
     sc = with_secondary(sc0, job.secondary)
     policy = scaled_priors(_policy(job.policy_file), job.priors_scale)

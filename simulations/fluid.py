@@ -76,6 +76,7 @@ class FluidFleet(LifecycleFacts):
         ps = workload.prompt_sample
         os_ = workload.output_sample
         self.mean_prompt = float(np.mean(ps))
+        self._mean_prompt_sq = max(1.0, float(np.mean(ps * ps)))
         self.mean_decode = max(1e-9, float(np.mean(np.maximum(os_ - 1.0, 0.0))))
         self.immediate_share = float(np.mean(os_ <= 1.0))  # requests that finish at their first token
         # tokens a running sequence holds in the KV cache, averaged over the time it runs: its prompt and half
@@ -104,6 +105,8 @@ class FluidFleet(LifecycleFacts):
         self.waiting = 0.0
         self.waiting_prompt = 0.0
         self.waiting_output = 0.0
+        self.in_step = 0.0  # arrivals of the last bin waiting for the step in flight to end (scrape gauge)
+        self._gauge_rng = np.random.default_rng([seed, 0x5C2A])  # the count a scrape catches (see `scrape`)
         self.prefill_output = 0.0
         self.decoding_length = 0.0  # sum of the decode lengths of the sequences decoding
         self.prefill_n = 0.0  # scheduled, prompt not done (partially prefilled)
@@ -135,6 +138,7 @@ class FluidFleet(LifecycleFacts):
         sched_c, extra, per_prompt = self._sched, self._extra, self._per_prompt
         sat_step, sat_room = self._sat_step, self._sat_room
         seqs, imm = self.seqs_per_replica, self.immediate_share
+        mean_p, mean_p2 = self.mean_prompt, self._mean_prompt_sq
         waiting, waiting_p, waiting_o = self.waiting, self.waiting_prompt, self.waiting_output
         pf_o, dec_len = self.prefill_output, self.decoding_length
         pf_n, pf_tok, dec = self.prefill_n, self.prefill_tokens, self.decoding
@@ -152,6 +156,7 @@ class FluidFleet(LifecycleFacts):
             waiting_p += prompt_in[b]
             waiting_o += output_in[b]
             step_extra = base
+            in_step = 0.0
             if n > 0:
                 batch = dec / n
                 step0 = base + batch * cd  # the decode part of a step
@@ -178,6 +183,20 @@ class FluidFleet(LifecycleFacts):
                     steps = 0.0
                     chunk = x if x < budget else budget
                 step_extra = 0.5 * (step0 + chunk * cp) + step0
+                # vLLM's `num_requests_waiting` at an instant also holds the requests that arrived during the
+                # step in flight (they are admitted when it ends): arrival rate × the step's mean age, the
+                # length-biased mean over this bin's steps. Prompts arrive in lumps: with few arrivals per
+                # step, each prefill step carries about one prompt and the others are decode-only.
+                lumps = counts[b] / n
+                if steps > lumps > 0:
+                    # a prefill step lasts step0 + p·cp for a prompt p drawn from the workload's (E[p²] kept)
+                    f = x * cp / (lumps * mean_p)
+                    pf_sq = step0 * step0 + 2.0 * step0 * f * mean_p + f * f * mean_p2
+                    sq = lumps * pf_sq + (steps - lumps) * step0 * step0
+                    in_step = counts[b] / dt * sq / (2.0 * dt)
+                else:
+                    in_step = counts[b] / dt * 0.5 * (dt / steps if steps > 0 else step0 + chunk * cp)
+                age = in_step / (counts[b] / dt) if counts[b] > 0 else 0.0
                 done_tok = x * n
                 if done_tok > 0:
                     # FIFO in prompt tokens: the partial prefills first, then admitted waiting requests
@@ -221,7 +240,8 @@ class FluidFleet(LifecycleFacts):
                     if new_n > 0:
                         # queue time of the newly scheduled (mid-point), as a finished request would report it
                         k = sched_c[b] + 0.5 * new_n
-                        queue_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + 0.5 * step0, new_n)  # type: ignore[arg-type]
+                        # + the mean age of the step in flight when it arrived (it is admitted when that ends)
+                        queue_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + age, new_n)  # type: ignore[arg-type]
                     if fin_n > 0:
                         k = _interp(cum_tokens, cum_a, done_x - 0.5 * fin_tok)
                         ttft_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + step_extra
@@ -254,6 +274,7 @@ class FluidFleet(LifecycleFacts):
                 if entry[0] <= 0:
                     entry.append(t0 + dt)
             sched_c[b + 1] = cum_a[b + 1] - waiting
+            self.in_step = in_step if in_step < counts[b] else counts[b]
             extra[b] = step_extra
             if n > 0:
                 # a prompt longer than what the decodes leave of the budget takes more steps, each with them
@@ -323,10 +344,22 @@ class FluidFleet(LifecycleFacts):
         self.advance(t)
         n = self.ready + len(self._drain_pool)
         running = self.prefill_n + self.decoding + sum(e[0] for e in self._drain_pool)
+        # vLLM's waiting gauge at an instant: the backlog plus the requests that arrived during the steps in
+        # flight. The latter is a count, not its mean: a scrape catches a Poisson draw around it (an
+        # autoscaler's stabilization window takes the max over such draws, which the mean would understate)
+        rng = self._gauge_rng
+        in_step = float(rng.poisson(self.in_step)) if self.in_step > 0 else 0.0
+        waiting = self.waiting + in_step
+        # the running gauge is a count too: the requests in service of a many-server queue (continuous
+        # batching serves them all at once) are Poisson-distributed around their mean (M/G/∞), up to the
+        # cap that `max_num_seqs` and the KV cache put on the running set
+        mean_running = max(0.0, running - self.in_step)
+        cap = n * self.seqs_per_replica + sum(e[0] for e in self._drain_pool)
+        running = min(float(rng.poisson(mean_running)), max(cap, mean_running)) if mean_running > 0 else 0.0
         return FleetSample(
             time=t, prompt_tokens=self.prompt_total, generation_tokens=self.gen_total,
             request_success=self.success_total, queue_time_counts=tuple(self.queue_h.counts),
-            ttft_counts=tuple(self.ttft_h.counts), running=running, waiting=self.waiting,
+            ttft_counts=tuple(self.ttft_h.counts), running=running, waiting=waiting,
             kv_cache_usage=min(1.0, running * self.tokens_per_request / (n * self.serving.kv_cache_tokens))
             if n else 0.0,
             reporting_replicas=n,

@@ -184,3 +184,15 @@ def test_mooncake_hash_ids_drive_prefix_caching(tmp_path: Path) -> None:
     g = RequestFleet(plain, ServingProfile(), COLD_START_PROFILES["warm"], initial_replicas=1)
     g.advance(60)
     assert g.book.ttft[1] == pytest.approx(first)  # without hashes: no prefix caching
+
+
+def test_default_replica_matches_vllms_h100_latency_test() -> None:
+    """vLLM's nightly `latency_llama8B_tp1` on one H100 (8 × 32-token prompts, 128 output tokens each, one
+    batch): 997.5 ms measured (docs/vllm-replica-model.md, calibration); the simulated replica within 5 %."""
+    from benchmarks.calibrate_replica import MEASURED_MS, TOLERANCE, simulated_batch_latency
+
+    sim = simulated_batch_latency(ServingProfile(max_num_batched_tokens=16384))
+    assert abs(sim * 1000 / MEASURED_MS - 1) <= TOLERANCE
+    # and the latency follows the step model: twice the output, about twice the decode time
+    longer = simulated_batch_latency(ServingProfile(max_num_batched_tokens=16384), output=256)
+    assert 1.9 < longer / sim < 2.1

@@ -1,0 +1,92 @@
+"""Fluid vs request-level fleet on the shared traces (`simulations.fidelity.TRACES`): what each one's scrapes
+read, and what a policy family gets on each.
+
+    python benchmarks/fluid_vs_request.py gauges azure-conv 8      # a static fleet of 8: the metric views
+    python benchmarks/fluid_vs_request.py family azure-conv kpa 100 scale_down_delay=900
+    python benchmarks/fluid_vs_request.py family diurnal-peak static 17
+
+`gauges` scrapes both fleets every 15 s (as the controller's Prometheus would) and prints, per minute,
+waiting, running, the p90 queue time and p90 TTFT the metrics view derives, then the share of requests per
+queue-time bucket. `family` replays one setting on both and prints attainment and GPU-hours
+(docs/vllm-replica-model.md, "Fluid and request-level", has the numbers these produced).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from simulations.autoscalers.registry import FAMILIES
+from simulations.fidelity import TRACES, agreement_case
+from simulations.histograms import REQUEST_LATENCY_BUCKETS
+from simulations.metrics_view import MetricsView
+from simulations.runner import SCRAPE_INTERVAL_SECONDS, make_fleet, run
+
+
+def gauges(trace: str, replicas: int, minutes: int) -> None:
+    sc, tr = agreement_case(trace)
+    fleets = {"request": make_fleet(sc, tr, replicas), "fluid": make_fleet(sc, tr.binned(sc.bin_seconds), replicas)}
+    views = {k: MetricsView() for k in fleets}
+    print(f"{trace}, static {replicas}: request-level | fluid")
+    print(f"{'t':>5}  {'waiting':>13}  {'running':>13}  {'queue p90 s':>13}  {'TTFT p90 s':>13}")
+    end = min(tr.duration_seconds, minutes * 60.0)
+    for t in np.arange(0.0, end, SCRAPE_INTERVAL_SECONDS):
+        for k, f in fleets.items():
+            views[k].record(f.scrape(float(t)))
+        if t > 0 and t % 60 == 0:
+            a, b = (views[k].signals(float(t)) for k in ("request", "fluid"))
+            cells = [(a.waiting.value, b.waiting.value), (a.running.value, b.running.value),
+                     (a.queue_time_p90_seconds.value, b.queue_time_p90_seconds.value),
+                     (a.ttft_p90_seconds.value, b.ttft_p90_seconds.value)]
+            print(f"{t:5.0f}  " + "  ".join(f"{_f(x):>6}|{_f(y):<6}" for x, y in cells))
+    print("share of requests per queue-time bucket (upper bound, s): request-level | fluid")
+    shares = {k: np.asarray(f.queue_h.counts) / max(1.0, float(sum(f.queue_h.counts))) for k, f in fleets.items()}
+    for i, ub in enumerate((*REQUEST_LATENCY_BUCKETS, float("inf"))):
+        if shares["request"][i] > 5e-4 or shares["fluid"][i] > 5e-4:
+            print(f"  ≤ {ub:g}: {shares['request'][i]:.3f} | {shares['fluid'][i]:.3f}")
+
+
+def family(trace: str, name: str, value: float, settings: dict[str, float | str]) -> None:
+    sc, tr = agreement_case(trace)
+    fam = FAMILIES[name]
+    req = run(sc, tr, fam.make(value, settings)).outcome
+    flu = run(sc, tr.binned(sc.bin_seconds), fam.make(value, settings)).outcome
+    print(f"{trace} {fam.label(value, settings)}: attainment {req.attainment:.2%} request-level, "
+          f"{flu.attainment:.2%} fluid (gap {100 * (flu.attainment - req.attainment):+.2f} points); "
+          f"GPU-h {req.gpu_hours:.2f} vs {flu.gpu_hours:.2f}")
+
+
+def _f(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3g}"
+
+
+def _setting(text: str) -> tuple[str, float | str]:
+    k, _, v = text.partition("=")
+    try:
+        return k, float(v)
+    except ValueError:
+        return k, v
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="what", required=True)
+    g = sub.add_parser("gauges")
+    g.add_argument("trace", choices=TRACES)
+    g.add_argument("replicas", type=int)
+    g.add_argument("--minutes", type=int, default=15)
+    f = sub.add_parser("family")
+    f.add_argument("trace", choices=TRACES)
+    f.add_argument("family", choices=("static", "hpa", "keda", "kpa"))
+    f.add_argument("value", type=float)
+    f.add_argument("settings", nargs="*", help="secondary knobs, e.g. signal=queue_p90 down_window=600")
+    args = ap.parse_args()
+    if args.what == "gauges":
+        gauges(args.trace, args.replicas, args.minutes)
+    else:
+        family(args.trace, args.family, args.value, dict(_setting(s) for s in args.settings))
+
+
+if __name__ == "__main__":
+    main()

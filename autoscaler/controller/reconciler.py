@@ -43,6 +43,7 @@ from autoscaler.controller.conditions import (
     merge_patch,
     set_condition,
 )
+from autoscaler.controller.deletion_cost import DeletionCoster
 from autoscaler.controller.events import EventRecorder
 from autoscaler.controller.podindex import LabelPodIndex
 from autoscaler.controller.status import decision_status, learned_status, state_fingerprint, status_fingerprint
@@ -125,6 +126,7 @@ class _Prepared:
     pods: list[Mapping[str, Any]]
     # (decision, dry run, applied, ready, starting) once decided: recorded after every write of the tick
     decided: tuple[Decision, bool, bool, int, int] | None = None
+    deletion_cost: Obj | None = None  # status.deletionCost from this decision, None: leave it as it is
 
 
 @dataclass
@@ -175,6 +177,7 @@ class Reconciler:
         self.is_leader = is_leader
         self.max_backoff_seconds = max_backoff_seconds
         self.observer = ColdStartObserver()
+        self.deletion_cost = DeletionCoster(api_client, source, metrics.registry)
         self.runtimes: dict[str, PolicyRuntime] = {}
         self._facts_memo: tuple[list[Obj], dict[tuple[Any, ...], ClusterFacts]] | None = None  # this tick's
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="reconcile")
@@ -514,7 +517,11 @@ class Reconciler:
         blocked = reading.blocked
         wants_change = d.desired_replicas is not None and d.desired_replicas != reading.replicas
         applied = False
-        if wants_change and not dry and blocked is None:
+        writing = wants_change and not dry and blocked is None
+        p.deletion_cost = self.deletion_cost.before_write(
+            policy, p.target, p.pods, reading.replicas, d.desired_replicas, d.metrics_fresh, writing, now
+        )
+        if writing:
             assert d.desired_replicas is not None
             if not self.is_leader():
                 return False  # not ours to act on any more; the state is not committed either
@@ -828,6 +835,8 @@ class Reconciler:
             status["coldStartWatermark"] = mark
         if applied:
             status["lastScaleTime"] = decision_status(d, now, dry, applied)["time"]
+        if p.deletion_cost is not None:
+            status["deletionCost"] = p.deletion_cost
         self._persist(raw, rt, status, now)
 
         ns, name = policy.metadata.namespace, policy.metadata.name

@@ -78,6 +78,7 @@ def status_fingerprint(status: dict[str, Any]) -> tuple[Any, ...]:
         tuple(_cond_key(c) for c in status.get("conditions") or ()),
         samples,
         capacity,
+        (status.get("deletionCost") or {}).get("message") if isinstance(status.get("deletionCost"), dict) else None,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from simulations.autoscalers.base import Autoscaler, Context
-from simulations.fleet import RequestFleet
+from simulations.fleet import RequestFleet, victim_rule
 from simulations.fluid import FluidFleet
 from simulations.metrics_view import MetricsView
 from simulations.outcome import Outcome
@@ -64,6 +64,8 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
     wall0 = time.perf_counter()
     initial = autoscaler.initial_replicas(scenario.initial_replicas)
     fleet = make_fleet(scenario, workload, initial)
+    if isinstance(fleet, RequestFleet):
+        fleet.victims = victim_rule(autoscaler)  # which replicas a scale-down removes (docs/scale-down.md)
     view = MetricsView(SCRAPE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS)
     epoch = start_epoch(scenario, workload.start_epoch)
     ctx = Context(view, fleet, epoch, scenario.min_replicas, scenario.max_replicas)

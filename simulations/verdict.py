@@ -17,15 +17,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulations.outcome import Outcome
 from simulations.profiles import ColdStartProfile
 from simulations.runner import RunResult
 from simulations.scenario import Scenario
 
 WIDTH = 80
-POLICY_WIDTH = 22
+POLICY_WIDTH = 18
 # (header, width) after the policy column; each cell is right-aligned.
 COLUMNS: tuple[tuple[str, int], ...] = (
     ("attainment", 10), ("GPU-h", 7), ("TTFT p50", 8), ("p99", 6), ("queue p99", 9), ("scalings", 8),
+    ("aborted", 7),
 )
 
 
@@ -67,7 +69,8 @@ def table(results: Sequence[RunResult]) -> list[str]:
     for r in results:
         o = r.outcome
         cells = (_percent(o.attainment), f"{o.gpu_hours:.2f}", _seconds(o.ttft_p50_seconds),
-                 _seconds(o.ttft_p99_seconds), _seconds(o.queue_p99_seconds), str(o.scale_events))
+                 _seconds(o.ttft_p99_seconds), _seconds(o.queue_p99_seconds), str(o.scale_events),
+                 aborted_cell(o))
         label = textwrap.wrap(r.label.replace(",", ", "), POLICY_WIDTH, break_on_hyphens=False) or [r.label]
         lines.append(f"{label[0]:<{POLICY_WIDTH}}" + "".join(f" {c:>{w}}" for c, (_, w) in zip(cells, COLUMNS,
                                                                                             strict=True)))
@@ -75,9 +78,17 @@ def table(results: Sequence[RunResult]) -> list[str]:
     return lines
 
 
+def aborted_cell(o: Outcome) -> str:
+    """Requests a scale-down aborted; "–" where the fleet model does not count them (fluid)."""
+    return f"{o.aborted:,.0f}" if o.aborted_counted else "–"
+
+
 def legend(slo_seconds: float) -> str:
     """One line: what the two headline columns mean and which way is better."""
     return f"attainment: % with 1st token ≤ {slo_seconds:g} s, ↑ better · GPU-h: GPU-hours paid, ↓ better"
+
+
+ABORTED_LEGEND = "aborted: requests a scale-down killed before they finished (misses; – not counted)"
 
 
 @dataclass(frozen=True)
@@ -219,5 +230,6 @@ def render(scenario: Scenario, results: Sequence[RunResult], width: int = WIDTH)
              f"{100 * scenario.slo.target_attainment:g}% of requests")
     out = [*textwrap.wrap(title, width), "", *table(results), ""]
     out += textwrap.wrap(legend(scenario.slo.ttft_seconds), width)
+    out += textwrap.wrap(ABORTED_LEGEND, width)
     out += ["", *textwrap.wrap(verdict(scenario, results), width, break_on_hyphens=False)]
     return "\n".join(out)

@@ -23,11 +23,11 @@ from simulations.runner import RunResult
 from simulations.scenario import Scenario
 
 WIDTH = 80
-POLICY_WIDTH = 18
+POLICY_WIDTH = 21
 # (header, width) after the policy column; each cell is right-aligned.
 COLUMNS: tuple[tuple[str, int], ...] = (
-    ("attainment", 10), ("GPU-h", 7), ("TTFT p50", 8), ("p99", 6), ("queue p99", 9), ("scalings", 8),
-    ("aborted", 7),
+    ("attainment", 10), ("GPU-h", 7), ("TTFT p50", 8), ("p99", 6), ("queue p99", 9), ("scales", 6),
+    ("aborts", 6),
 )
 
 
@@ -88,7 +88,7 @@ def legend(slo_seconds: float) -> str:
     return f"attainment: % with 1st token ≤ {slo_seconds:g} s, ↑ better · GPU-h: GPU-hours paid, ↓ better"
 
 
-ABORTED_LEGEND = "aborted: requests a scale-down killed before they finished (misses; – not counted)"
+ABORTED_LEGEND = "aborts: requests a scale-down killed before they finished (misses; – not counted)"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ WATCHED = {
     "invalid": "ia-fault-invalid",
     "kserve": "ia-fault-kserve",
     "isolation": "ia-fault-isolation",
+    "scaledown": "ia-scale-down",
 }
 UNWATCHED = "ia-unwatched"
 LEASE_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_SECONDS = 6, 4, 1

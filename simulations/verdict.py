@@ -23,10 +23,10 @@ from simulations.runner import RunResult
 from simulations.scenario import Scenario
 
 WIDTH = 80
-POLICY_WIDTH = 21
+POLICY_WIDTH = 22
 # (header, width) after the policy column; each cell is right-aligned.
 COLUMNS: tuple[tuple[str, int], ...] = (
-    ("attainment", 10), ("GPU-h", 7), ("TTFT p50", 8), ("p99", 6), ("queue p99", 9), ("scales", 6),
+    ("attainment", 10), ("GPU-h", 6), ("TTFT p50", 8), ("p99", 6), ("queue p99", 9), ("scales", 6),
     ("aborts", 6),
 )
 
@@ -68,7 +68,8 @@ def table(results: Sequence[RunResult]) -> list[str]:
     lines = [head, "-" * len(head)]
     for r in results:
         o = r.outcome
-        cells = (_percent(o.attainment), f"{o.gpu_hours:.2f}", _seconds(o.ttft_p50_seconds),
+        gpu = f"{o.gpu_hours:.2f}" if o.gpu_hours < 1000 else f"{o.gpu_hours:,.0f}"
+        cells = (_percent(o.attainment), gpu, _seconds(o.ttft_p50_seconds),
                  _seconds(o.ttft_p99_seconds), _seconds(o.queue_p99_seconds), str(o.scale_events),
                  aborted_cell(o))
         label = textwrap.wrap(r.label.replace(",", ", "), POLICY_WIDTH, break_on_hyphens=False) or [r.label]

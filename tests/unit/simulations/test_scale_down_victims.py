@@ -120,3 +120,15 @@ def test_bad_parameters_are_refused() -> None:
         RequestFleet(_long_requests(1, 10), ServingProfile(), WARM, termination_grace_seconds=-1)
     with pytest.raises(ValueError, match="victims"):
         RequestFleet(_long_requests(1, 10), ServingProfile(), WARM, victims="random")
+
+
+def test_the_grace_sweep_sets_the_grace_of_every_request_level_fleet_and_restores_it() -> None:
+    import simulations.runner as runner
+    from simulations.grace_sweep import grace
+    from simulations.scenario import load_scenario
+
+    sc = load_scenario("azure-code")
+    trace = _long_requests(2, output=10)
+    with grace(7.0):
+        assert runner.make_fleet(sc, trace, 1).termination_grace_seconds == 7.0
+    assert runner.make_fleet(sc, trace, 1).termination_grace_seconds == 200.0

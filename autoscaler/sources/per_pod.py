@@ -44,7 +44,7 @@ def pod_inflight(
     reads Prometheus, then the scrape source's last answer for the pods Prometheus did not answer."""
     out: dict[str, float | None] = dict.fromkeys(pods)
     prom = _find(source, PrometheusMetricsSource)
-    if isinstance(prom, PrometheusMetricsSource) and policy.spec.metrics.source == "prometheus":
+    if isinstance(prom, PrometheusMetricsSource) and _reads_prometheus(source, prom, policy):
         try:
             answer = prom.pod_inflight(policy, now, max_age_seconds)
         except SourceError as e:
@@ -59,6 +59,15 @@ def pod_inflight(
             if out[name] is None and address:
                 out[name] = _fresh(scrape.pod_inflight(policy, address, now), max_age_seconds)
     return out
+
+
+def _reads_prometheus(source: object, prom: PrometheusMetricsSource, policy: ModelScalingPolicy) -> bool:
+    """Whether the policy's signals came from Prometheus this tick: it asks for Prometheus, there is one to
+    ask (the controller's default URL or the policy's own), and its queries did not fail (then the scrape
+    fallback served it, and serves the per-pod numbers too)."""
+    if policy.spec.metrics.source != "prometheus" or policy.key in prom.failed_policies:
+        return False
+    return bool(policy.spec.metrics.prometheus.url) or getattr(source, "has_default_url", True) is not False
 
 
 def _fresh(m: Measured, max_age_seconds: float) -> float | None:

@@ -518,8 +518,9 @@ class Reconciler:
         wants_change = d.desired_replicas is not None and d.desired_replicas != reading.replicas
         applied = False
         writing = wants_change and not dry and blocked is None
-        p.deletion_cost = self.deletion_cost.before_write(
-            policy, p.target, p.pods, reading.replicas, d.desired_replicas, d.metrics_fresh, writing, now
+        p.deletion_cost = self.deletion_cost.before_write(  # before lowering replicas: which pods should go
+            policy, p.target, p.pods, reading.replicas, d.desired_replicas, d.metrics_fresh,
+            writing and self.is_leader(), now,
         )
         if writing:
             assert d.desired_replicas is not None

@@ -381,6 +381,11 @@ class ScaleDownSpec(_Spec):
     max_step_replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
     max_step_percent: float = Field(default=50.0, gt=0, le=100)
     period_seconds: PositiveSeconds = 60.0
+    deletion_cost: bool = Field(
+        default=True,
+        description="before lowering replicas of a Deployment, set controller.kubernetes.io/pod-deletion-cost "
+        "on its pods so the ReplicaSet removes those with the fewest in-flight requests (docs/scale-down.md)",
+    )
 
 
 class MissingMetricsSpec(_Spec):

@@ -192,6 +192,7 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
             + f" | {oracle} | {_ratio(row['ours_over_best_baseline'])} | {_ratio(row['ours_over_oracle'])} | "
             f"{verdict(row)} | {_infeasible(row)} |")
     lines += ["", "Fleet model per scenario and family (`simulations.fidelity.fleet_mode`): " + _modes(records) + "."]
+    lines += _aborted_table(table, records)
     exact = [row["scenario"] for row in table
              if (row["families"].get("static") or {}).get("reached") and row["families"]["static"].get("exact")]
     if exact:
@@ -213,6 +214,37 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         lines += [f"![{name} frontier]({rel})" for name, rel in plots.items()]
     lines.append("")
     return "\n".join(lines)
+
+
+def _winner_record(records: Sequence[dict[str, Any]], scenario: str, family: str,
+                   summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The run behind a family's summary cell (its winner: same setting and GPU-hours), if there is one."""
+    for rec in records:
+        w = rec.get("winner") or {}
+        if (rec["scenario"] == scenario and rec["family"] == family and rec.get("priors_scale", 1.0) == 1.0
+                and w.get("setting") == summary.get("setting") and w.get("gpu_hours") == summary.get("gpu_hours")):
+            return w
+    return None
+
+
+def _aborted_table(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> list[str]:
+    """Requests a scale-down aborted at each family's cell above (a removed replica still held them when its
+    termination grace period ran out; docs/scale-down.md). "–": not counted (the fluid model drains without
+    a grace period) or no single run behind the cell."""
+    fams = ["ours", *BASELINES]
+    lines = ["", "Requests aborted by scale-downs in those runs (ours removes the replicas with the fewest "
+             "in-flight requests through pod-deletion-cost; the baselines get the ReplicaSet's default choice; "
+             "every replica drains for the documented grace period; – = not counted, fluid model):", "",
+             "| scenario | " + " | ".join(display(f) if f != "ours" else "ours (default)" for f in fams) + " |",
+             "|---" * (len(fams) + 1) + "|"]
+    for row in table:
+        cells = []
+        for fam in fams:
+            summary = row["families"].get(fam)
+            w = _winner_record(records, row["scenario"], fam, summary) if summary else None
+            cells.append(f"{w['aborted']:,.0f}" if w and w.get("aborted_counted") else "–")
+        lines.append(f"| {row['scenario']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _modes(records: Sequence[dict[str, Any]]) -> str:

@@ -40,12 +40,15 @@ def feasible(slo: TTFTObjective, serving: ServingProfile, prompt_tokens: np.ndar
 
 
 def score_requests(outcome: Outcome, ttft: np.ndarray, prompt_tokens: np.ndarray, slo: TTFTObjective,
-                   serving: ServingProfile) -> tuple[Outcome, np.ndarray]:
+                   serving: ServingProfile, aborted: np.ndarray | None = None) -> tuple[Outcome, np.ndarray]:
     """`outcome` with attainment over feasible requests, per-request budgets, and the infeasible share;
-    and the mask of feasible requests that missed their budget."""
+    and the mask of feasible requests that missed their budget. A request a scale-down aborted is a miss
+    whatever its first token's time (`aborted`: mask per request)."""
     p = np.asarray(prompt_tokens, dtype=np.float64)
     t = np.asarray(ttft, dtype=np.float64)
     met = np.isfinite(t) & (t <= ttft_budget(slo, p))
+    if aborted is not None:
+        met &= ~np.asarray(aborted, dtype=bool)
     ok = feasible(slo, serving, p)
     n, n_ok = len(t), int(ok.sum())
     attainment = float(met[ok].mean()) if n_ok else 1.0

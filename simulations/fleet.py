@@ -22,11 +22,15 @@ A request is routed on arrival to the serving replica with the fewest outstandin
 shortest queue); with no replica serving, it waits at the gateway and goes to the first that is ready.
 Queue time = first scheduled − arrival; TTFT = first token − arrival.
 
-**Scale-down** removes replicas that are still starting first (newest first, as a ReplicaSet does), then
-the ready replica with the fewest outstanding requests. That replica stops taking requests; its waiting
-requests that were never scheduled are re-routed to the other replicas, everything it has started
-(running, or preempted back to waiting) finishes there (drain), and it is gone when empty. GPU time counts
-until then.
+**Scale-down** removes the replicas Kubernetes' ReplicaSet would (`autoscaler.core.victims`): replicas
+still starting first (not ready; newest first), then among ready ones either the fewest in-flight requests
+(`victims="deletion-cost"`: the pod-deletion-cost our controller sets before lowering replicas) or the
+ReplicaSet's default ranking (`victims="replicaset"`: the most recently ready first, what every baseline
+gets). A removed replica is a terminating pod running the documented preStop drain (docs/scale-down.md):
+it is out of the Service at once (it takes no new request) and keeps serving everything it holds (its
+running and waiting requests: nothing moves a request out of a vLLM queue) until it is empty or its
+`termination_grace_seconds` run out; requests still there then are aborted (SIGKILL), counted in
+`aborted` and as SLO misses. GPU time counts until it is gone.
 
 **Histograms** are observed when vLLM observes them: TTFT at the first token; queue time and e2e latency
 when the request finishes; inter-token latency for every decode step (a run of decode steps observes its
@@ -43,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autoscaler.core import ReplicaCounts
+from autoscaler.core.victims import PodLoad, deletion_costs, replicaset_victims
 from simulations.engine_step import Book, Engine
 from simulations.histograms import Histogram, HistogramSnapshot
 from simulations.lifecycle import Lifecycle, LifecycleFacts, ReplicaLife
@@ -53,6 +58,17 @@ from simulations.trace import Trace
 
 STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"
 _EPS = 1e-9
+# The grace period of the documented serving side (charts/inference-autoscaler/examples/vllm-graceful-drain.yaml:
+# 10 s endpoint propagation + a 180 s bounded drain + 10 s SIGTERM margin).
+TERMINATION_GRACE_SECONDS = 200.0
+VICTIM_RULES = ("deletion-cost", "replicaset")
+
+
+def victim_rule(autoscaler: object) -> str:
+    """How the fleet picks scale-down victims under `autoscaler`: by deletion cost when it is our controller
+    with `spec.scaleDown.deletionCost` on (it sets the annotation), else the ReplicaSet's default ranking."""
+    scale_down = getattr(getattr(autoscaler, "policy", None), "scale_down", None)
+    return "deletion-cost" if getattr(scale_down, "deletion_cost", False) is True else "replicaset"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +101,16 @@ class RequestFleet(LifecycleFacts):
         initial_replicas: int = 1,
         seed: int = 0,
         per_replica_histograms: bool = True,
+        termination_grace_seconds: float = TERMINATION_GRACE_SECONDS,
+        victims: str = "deletion-cost",
     ):
+        if not termination_grace_seconds >= 0:
+            raise ValueError(f"termination_grace_seconds must be ≥ 0, not {termination_grace_seconds}")
+        if victims not in VICTIM_RULES:
+            raise ValueError(f"victims must be one of {', '.join(VICTIM_RULES)}, not {victims!r}")
         self.trace = trace
+        self.termination_grace_seconds = termination_grace_seconds
+        self.victims = victims
         self.serving = serving
         self.lifecycle = Lifecycle(cold_start, cluster or ClusterSpec(), serving.gpus_per_replica, seed)
         self._arr: list[float] = trace.arrival_s.tolist()
@@ -109,6 +133,9 @@ class RequestFleet(LifecycleFacts):
         self.target = initial_replicas
         self._detail = per_replica_histograms
         self.scale_events = 0
+        self._kills: list[tuple[float, int, Engine]] = []  # (grace expires, seq, draining replica)
+        self._aborted = np.zeros(n, dtype=bool)
+        self.aborted_total = 0
         for _ in range(initial_replicas):
             self._add_serving(self._engine(self.lifecycle.add_ready(0.0), READY))
 
@@ -144,12 +171,22 @@ class RequestFleet(LifecycleFacts):
 
     @property
     def in_flight(self) -> int:
-        """Outstanding requests fleet-wide, gateway included (what KPA counts): arrived and not finished."""
-        return self._next - self.book.success_total
+        """Outstanding requests fleet-wide, gateway included (what KPA counts): arrived and neither finished
+        nor aborted."""
+        return self._next - self.book.success_total - self.aborted_total
 
     def advance(self, t_end: float) -> None:
         if t_end < self.now - _EPS:
             raise ValueError(f"time goes forward only: advance({t_end}) after {self.now}")
+        kills = self._kills
+        while kills and kills[0][0] <= t_end:  # a grace period runs out: events up to then, then the kill
+            tk, _, rep = heapq.heappop(kills)
+            self._advance(tk)
+            if rep.phase_name == DRAINING:
+                self._kill(rep, tk)
+        self._advance(t_end)
+
+    def _advance(self, t_end: float) -> None:
         arr, heap = self._arr, self._heap
         serving, loads, gateway = self._serving, self._loads, self._gateway
         heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
@@ -220,11 +257,20 @@ class RequestFleet(LifecycleFacts):
                 rep.phase_name = GONE
                 self.lifecycle.cancel(rep.life, t)
             else:
-                loads = self._loads
-                rep = self._remove_serving(loads.index(min(loads)))  # the least loaded (first of equals)
+                rep = self._remove_serving(self._victim())
                 self._drain(rep, t)
             active -= 1
         self._placed_late()
+
+    def _victim(self) -> int:
+        """The slot of the ready replica the ReplicaSet removes next (see `victims`)."""
+        loads = self._loads
+        if len(loads) == 1:
+            return 0
+        pods = [PodLoad(str(k), True, float(loads[k]), ready_since=rep.life.ready_at, created=rep.life.requested_at)
+                for k, rep in enumerate(self._serving)]
+        costs = deletion_costs(pods, 1) if self.victims == "deletion-cost" else None
+        return int(replicaset_victims(pods, 1, costs)[0])
 
     def replica_counts(self, t: float) -> ReplicaCounts:
         return ReplicaCounts(
@@ -272,11 +318,18 @@ class RequestFleet(LifecycleFacts):
         self.ttft[:] = self.book.ttft
         self.queue_time[:] = self.book.qt
         return outcome_from_requests(self.ttft, self.queue_time, slo_ttft_seconds, self.gpu_seconds(),
-                                     self.scale_events)
+                                     self.scale_events, aborted=self._aborted)
+
+    @property
+    def aborted_mask(self) -> np.ndarray:
+        """Per request: whether a scale-down aborted it (read-only view)."""
+        view = self._aborted.view()
+        view.flags.writeable = False
+        return view
 
     def missed_arrival_times(self, slo_ttft_seconds: float) -> np.ndarray:
         ttft = np.asarray(self.book.ttft)
-        return np.asarray(self.trace.arrival_s[~(ttft <= slo_ttft_seconds)])
+        return np.asarray(self.trace.arrival_s[~(ttft <= slo_ttft_seconds) | self._aborted])
 
     # ---- internals --------------------------------------------------------------------------------
     def _engine(self, life: ReplicaLife, phase: str) -> Engine:
@@ -325,18 +378,29 @@ class RequestFleet(LifecycleFacts):
             self._route(gateway.popleft(), t)
 
     def _drain(self, rep: Engine, t: float) -> None:
+        """`rep` is terminating: no new requests; it serves what it holds until empty or its grace runs out."""
         rep.sync(t)
         rep.phase_name = DRAINING
-        qt = self.book.qt
-        keep = deque(j for j in rep.waiting if qt[j] == qt[j])  # started once (preempted): finishes here
-        requeue = [j for j in rep.waiting if qt[j] != qt[j]]
-        rep.waiting = keep
-        for i in requeue:
-            self._route(i, t)
         if rep.busy_with_work() or rep.mode:
             self._draining.append(rep)
+            if math.isfinite(self.termination_grace_seconds):
+                self._seq += 1
+                heapq.heappush(self._kills, (t + self.termination_grace_seconds, self._seq, rep))
         else:
             self._gone(rep, t)
+
+    def _kill(self, rep: Engine, t: float) -> None:
+        """The grace period ran out while `rep` still held requests: the kubelet kills it; they are aborted."""
+        rep.sync(t)
+        held = [*rep.dec, *rep.pf, *rep.waiting]
+        for j in held:
+            if not self._aborted[j]:
+                self._aborted[j] = True
+                self.aborted_total += 1
+        rep.dec.clear()
+        rep.pf.clear()
+        rep.waiting.clear()
+        self._gone(rep, t)
 
     def _gone(self, rep: Engine, t: float) -> None:
         rep.phase_name = GONE

@@ -25,6 +25,11 @@ class Outcome:
     # of `attainment`; `attainment_all` is over every request (None: not scored for feasibility)
     infeasible_share: float = 0.0
     attainment_all: float | None = None
+    # Requests a scale-down aborted (still on a removed replica when its termination grace period ran out);
+    # each is an SLO miss. `aborted_counted`: whether the fleet model tracks them at all (the request-level
+    # fleet does; the fluid model drains without a grace period and reports 0, not counted).
+    aborted: float = 0.0
+    aborted_counted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 6) if isinstance(v, float) and np.isfinite(v) else v) for k, v in asdict(self).items()}
@@ -42,10 +47,13 @@ def _q(x: np.ndarray, q: float) -> float:
 
 def outcome_from_requests(
     ttft: np.ndarray, queue_time: np.ndarray, slo_ttft_seconds: float, gpu_seconds: float, scale_events: int,
-    arrival_s: np.ndarray | None = None,
+    arrival_s: np.ndarray | None = None, aborted: np.ndarray | None = None,
 ) -> Outcome:
+    """`aborted`: a mask of requests a scale-down aborted; they count as misses whatever their TTFT was."""
     served = np.isfinite(ttft)
     full = np.where(served, ttft, np.inf)
+    if aborted is not None:
+        full = np.where(aborted, np.inf, full)
     violation = 0.0
     if arrival_s is not None and len(arrival_s):
         minute = (arrival_s // 60).astype(np.int64)
@@ -64,4 +72,6 @@ def outcome_from_requests(
         scale_events=scale_events,
         violation_seconds=violation,
         unserved=float(np.sum(~served)),
+        aborted=float(np.sum(aborted)) if aborted is not None else 0.0,
+        aborted_counted=aborted is not None,
     )

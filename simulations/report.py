@@ -102,7 +102,8 @@ def write_html(path: Path, title: str, sections: Sequence[Section]) -> None:
     for heading, description, results, pngs in sections:
         parts.append(f"<h2>{html.escape(heading)}</h2><p>{html.escape(description)}</p><table><tr>")
         parts.append("".join(f"<th>{h}</th>" for h in ("policy", "attainment", "GPU-h", "TTFT p50", "p90", "p99",
-                                                         "queue p99", "scale events", "infeasible")))
+                                                         "queue p99", "scale events", "infeasible",
+                                                         "aborted")))
         parts.append("</tr>")
         for r in results:
             o = r.outcome
@@ -111,7 +112,8 @@ def write_html(path: Path, title: str, sections: Sequence[Section]) -> None:
                 f"<tr><td>{html.escape(r.label)}</td><td class='{cls}'>{100 * o.attainment:.2f}%</td>"
                 f"<td>{o.gpu_hours:.2f}</td><td>{_fmt_s(o.ttft_p50_seconds)}</td><td>{_fmt_s(o.ttft_p90_seconds)}</td>"
                 f"<td>{_fmt_s(o.ttft_p99_seconds)}</td><td>{_fmt_s(o.queue_p99_seconds)}</td><td>{o.scale_events}</td>"
-                f"<td>{100 * o.infeasible_share:.2f}%</td></tr>")
+                f"<td>{100 * o.infeasible_share:.2f}%</td>"
+                f"<td>{f'{o.aborted:.0f}' if o.aborted_counted else '–'}</td></tr>")
         parts.append("</table>")
         for p in pngs:
             data = base64.b64encode(p.read_bytes()).decode("ascii")

@@ -14,7 +14,7 @@ import numpy as np
 
 from simulations.autoscalers.base import Autoscaler, Context
 from simulations.feasibility import score_distribution, score_requests
-from simulations.fleet import RequestFleet
+from simulations.fleet import RequestFleet, victim_rule
 from simulations.fluid import FluidFleet
 from simulations.metrics_view import MetricsView
 from simulations.outcome import Outcome
@@ -65,6 +65,8 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
     wall0 = time.perf_counter()
     initial = autoscaler.initial_replicas(scenario.initial_replicas)
     fleet = make_fleet(scenario, workload, initial)
+    if isinstance(fleet, RequestFleet):
+        fleet.victims = victim_rule(autoscaler)  # which replicas a scale-down removes (docs/scale-down.md)
     view = MetricsView(SCRAPE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS)
     epoch = start_epoch(scenario, workload.start_epoch)
     ctx = Context(view, fleet, epoch, scenario.min_replicas, scenario.max_replicas)
@@ -106,7 +108,7 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
     # attainment over the requests whose TTFT budget an idle replica meets (simulations/feasibility.py)
     if isinstance(fleet, RequestFleet):
         outcome, missed = score_requests(outcome, fleet.ttft, fleet.trace.prompt_tokens, scenario.slo,
-                                         scenario.serving)
+                                         scenario.serving, fleet.aborted_mask)
         missed_at = np.asarray(fleet.trace.arrival_s[missed])
     else:
         outcome = score_distribution(outcome, fleet.workload.prompt_sample, scenario.slo, scenario.serving)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulations.outcome import Outcome
 from simulations.profiles import ColdStartProfile
 from simulations.runner import RunResult
 from simulations.scenario import Scenario
@@ -25,7 +26,8 @@ WIDTH = 80
 POLICY_WIDTH = 22
 # (header, width) after the policy column; each cell is right-aligned.
 COLUMNS: tuple[tuple[str, int], ...] = (
-    ("attainment", 10), ("GPU-h", 7), ("TTFT p50", 8), ("p99", 6), ("queue p99", 9), ("scalings", 8),
+    ("attainment", 10), ("GPU-h", 6), ("TTFT p50", 8), ("p99", 6), ("queue p99", 9), ("scales", 6),
+    ("aborts", 6),
 )
 
 
@@ -66,8 +68,10 @@ def table(results: Sequence[RunResult]) -> list[str]:
     lines = [head, "-" * len(head)]
     for r in results:
         o = r.outcome
-        cells = (_percent(o.attainment), f"{o.gpu_hours:.2f}", _seconds(o.ttft_p50_seconds),
-                 _seconds(o.ttft_p99_seconds), _seconds(o.queue_p99_seconds), str(o.scale_events))
+        gpu = f"{o.gpu_hours:.2f}" if o.gpu_hours < 1000 else f"{o.gpu_hours:,.0f}"
+        cells = (_percent(o.attainment), gpu, _seconds(o.ttft_p50_seconds),
+                 _seconds(o.ttft_p99_seconds), _seconds(o.queue_p99_seconds), str(o.scale_events),
+                 aborted_cell(o))
         label = textwrap.wrap(r.label.replace(",", ", "), POLICY_WIDTH, break_on_hyphens=False) or [r.label]
         lines.append(f"{label[0]:<{POLICY_WIDTH}}" + "".join(f" {c:>{w}}" for c, (_, w) in zip(cells, COLUMNS,
                                                                                             strict=True)))
@@ -78,6 +82,11 @@ def table(results: Sequence[RunResult]) -> list[str]:
 def budget_words(slo_seconds: float, per_kilo: float | None = None) -> str:
     """The TTFT budget in words: "2 s" or "2 s + 0.5 s per 1k prompt tokens"."""
     return f"{slo_seconds:g} s" + (f" + {per_kilo:g} s per 1k prompt tokens" if per_kilo else "")
+
+
+def aborted_cell(o: Outcome) -> str:
+    """Requests a scale-down aborted; "–" where the fleet model does not count them (fluid)."""
+    return f"{o.aborted:,.0f}" if o.aborted_counted else "–"
 
 
 def legend(slo_seconds: float, per_kilo: float | None = None) -> str:
@@ -97,6 +106,9 @@ def infeasible_line(results: Sequence[RunResult]) -> str | None:
     tail = f"; over all requests ours reached {_percent(over_all)}" if over_all is not None else ""
     return (f"infeasible: {100 * share:.2f}% of requests have prompts whose prefill alone, on an idle replica, "
             f"exceeds their TTFT budget: left out of attainment{tail}.")
+
+
+ABORTED_LEGEND = "aborts: requests a scale-down killed before they finished (misses; – not counted)"
 
 
 @dataclass(frozen=True)
@@ -243,5 +255,6 @@ def render(scenario: Scenario, results: Sequence[RunResult], width: int = WIDTH)
     if (line := infeasible_line(results)) is not None:
         out += [*textwrap.wrap(line, width), ""]
     out += textwrap.wrap(legend(scenario.slo.ttft_seconds, scenario.slo.ttft_seconds_per_kilo_prompt_tokens), width)
+    out += textwrap.wrap(ABORTED_LEGEND, width)
     out += ["", *textwrap.wrap(verdict(scenario, results), width, break_on_hyphens=False)]
     return "\n".join(out)

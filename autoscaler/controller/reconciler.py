@@ -44,6 +44,7 @@ from autoscaler.controller.conditions import (
     merge_patch,
     set_condition,
 )
+from autoscaler.controller.deletion_cost import DeletionCoster
 from autoscaler.controller.drain import DrainWatch
 from autoscaler.controller.events import EventRecorder
 from autoscaler.controller.podindex import LabelPodIndex
@@ -138,6 +139,7 @@ class _Prepared:
     # (decision, dry run, applied, ready, starting) once decided: recorded after every write of the tick
     decided: tuple[Decision, bool, bool, int, int] | None = None
     warm: WarmStatus | None = None  # the warm pool after this tick (spec.warmCapacity)
+    deletion_cost: Obj | None = None  # status.deletionCost from this decision, None: leave it as it is
 
 
 @dataclass
@@ -189,6 +191,7 @@ class Reconciler:
         self.max_backoff_seconds = max_backoff_seconds
         self.observer = ColdStartObserver()
         self.drain = DrainWatch()  # replicas on cordoned/tainted nodes: the surge's input, status.drain, events
+        self.deletion_cost = DeletionCoster(api_client, source, metrics.registry)
         self.runtimes: dict[str, PolicyRuntime] = {}
         self._facts_memo: tuple[list[Obj], dict[tuple[Any, ...], ClusterFacts]] | None = None  # this tick's
         # Warm capacity (autoscaler/controller/warmpool.py): placeholder Deployments, the nodes placeholders
@@ -541,7 +544,12 @@ class Reconciler:
         blocked = reading.blocked
         wants_change = d.desired_replicas is not None and d.desired_replicas != reading.replicas
         applied = False
-        if wants_change and not dry and blocked is None:
+        writing = wants_change and not dry and blocked is None
+        p.deletion_cost = self.deletion_cost.before_write(  # before lowering replicas: which pods should go
+            policy, p.target, p.pods, reading.replicas, d.desired_replicas, d.metrics_fresh,
+            writing and self.is_leader(), now,
+        )
+        if writing:
             assert d.desired_replicas is not None
             if not self.is_leader():
                 return False  # not ours to act on any more; the state is not committed either
@@ -883,6 +891,8 @@ class Reconciler:
             status["warmCapacity"] = p.warm.to_dict()
         else:
             status.pop("warmCapacity", None)
+        if p.deletion_cost is not None:
+            status["deletionCost"] = p.deletion_cost
         self._persist(raw, rt, status, now)
         if (slo_event := slo_infeasible_event(slo_before, *slo_now)) is not None:
             self.recorder.record(raw, *slo_event)

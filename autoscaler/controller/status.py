@@ -111,6 +111,7 @@ def status_fingerprint(status: dict[str, Any]) -> tuple[Any, ...]:
               for e in status.get("drain") or () if isinstance(e, dict)),
         tuple(sorted((status.get("warmCapacity") or {}).items())) if isinstance(status.get("warmCapacity"), dict)
         else None,
+        (status.get("deletionCost") or {}).get("message") if isinstance(status.get("deletionCost"), dict) else None,
     )
 
 

@@ -175,6 +175,36 @@ class PrometheusMetricsSource:
         self.telemetry.collect_seconds.labels(source=self.name).observe(time.perf_counter() - started)
         return out
 
+    def pod_inflight(self, p: ModelScalingPolicy, now: float, max_age_seconds: float,
+                     pod_label: str = "pod") -> dict[str, Measured]:
+        """Running + waiting requests per pod of policy `p` (by the `pod` label the scrape config sets),
+        from one instant query with the source's timeout and size limit. Only pods whose running gauge
+        was scraped within `max_age_seconds` answer (the others are absent: unknown). Raises SourceError
+        when the query fails or the policy may not be queried."""
+        refused = self._refusal(p)
+        if refused is not None:
+            raise SourceError(refused[0], refused[1])
+        engine = engine_metrics(p.spec.model.engine)
+        q = self.builder.pod_inflight_query(engine, p, pod_label)
+        if q is None:
+            return {}
+        fresh = self.builder.pod_inflight_query(engine, p, pod_label, freshness=True)
+        promql = f"({q}) and on ({pod_label}) (time() - ({fresh}) <= {max_age_seconds:g})"
+        url = (p.spec.metrics.prometheus.url or self.url).rstrip("/")
+        self.telemetry.requests.labels(source=self.name).inc()
+        try:
+            answer = self.api(url).query(promql, now)
+        except SourceError as e:
+            self.telemetry.error(self.name, e.kind)
+            raise
+        out: dict[str, Measured] = {}
+        for s in answer:
+            pod = s.labels.get(pod_label)
+            if not pod or not math.isfinite(s.value) or s.value < 0 or pod in out:
+                continue
+            out[pod] = Measured(s.value, 0.0)
+        return out
+
     def _group_signals(
         self,
         group: GroupKey,

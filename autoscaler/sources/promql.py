@@ -186,6 +186,26 @@ class PromQLBuilder:
         per_instance = [self._agg("count", (*by, "instance"), self._selector(r, "", m)) for r in refs]
         return " or ".join(self._agg("count", by, x) for x in per_instance)
 
+    def pod_inflight_query(self, engine: EngineMetrics, p: ModelScalingPolicy, pod_label: str = "pod",
+                           freshness: bool = False) -> str | None:
+        """In-flight requests (running + waiting) of each of policy `p`'s pods, `sum by (pod)`: e.g. for vLLM
+        `sum by (pod) (vllm:num_requests_running{...}) + sum by (pod) (vllm:num_requests_waiting{...})`.
+        A pod that exposes only one of the two has no answer (unknown, never a smaller number). None when
+        the engine exposes neither gauge. `freshness`: instead, the newest sample time of each pod's running
+        gauge (`max by (pod) (timestamp(...))`)."""
+        running, waiting = engine.refs(SignalName.RUNNING), engine.refs(SignalName.WAITING)
+        if not running or not waiting:
+            return None
+        m = self._matchers(engine, tuple(sorted(p.spec.metrics.label_selector.items())), [p.spec.model.name])
+        if self.namespace_label:
+            m.append((self.namespace_label, "=", p.metadata.namespace))
+        by = (pod_label,)
+        if freshness:
+            return " or ".join(self._agg("max", by, f"timestamp({self._selector(r, '', m)})") for r in running)
+        parts = [" or ".join(self._agg("sum", by, self._selector(r, "", m)) for r in refs)
+                 for refs in (running, waiting)]
+        return f"({parts[0]}) + ({parts[1]})"
+
     def plan(self, policies: Sequence[ModelScalingPolicy], default_url: str,
              extra: Sequence[str] = (FRESHNESS,)) -> QueryPlan:
         """Group policies by (Prometheus URL, engine, labelSelector) and list one query per signal per

@@ -253,6 +253,20 @@ class ScrapeMetricsSource:
             values[signal] = self._checked(signal, found)
         return with_histograms(load_signals(values), histograms)
 
+    def pod_inflight(self, policy: ModelScalingPolicy, address: str, now: float) -> Measured:
+        """Running + waiting requests of one pod as last scraped for `policy` (`address` as the targets
+        give it), with its age; MISSING when the pod has not answered or either gauge is unknown."""
+        st = self._pods.get((policy.key, pod_url(policy, address)))
+        if st is None or st.metrics is None or st.last_ok is None:
+            return MISSING
+        total = 0.0
+        for signal in (SignalName.RUNNING, SignalName.WAITING):
+            g = st.metrics.gauges.get(signal)
+            if g is None or signal in st.metrics.tainted:
+                return MISSING
+            total += g[0]
+        return Measured(total, max(0.0, now - st.last_ok))
+
     def _checked(self, signal: SignalName, m: Measured) -> Measured:
         """`m`, or MISSING (counted) when its value is outside the signal's physical bounds."""
         if m.value is None or plausible(signal, m.value):

@@ -30,6 +30,7 @@ WATCHED = {
     "isolation": "ia-fault-isolation",
     "drain": "ia-drain",
     "warm": "ia-warm-drill",
+    "scaledown": "ia-scale-down",
 }
 UNWATCHED = "ia-unwatched"
 LEASE_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_SECONDS = 6, 4, 1

@@ -159,6 +159,7 @@ def test_rbac_is_least_privilege_and_never_touches_secrets(tmp_path):
         ("serving.kserve.io", "inferenceservices", "patch"),
         ("", "events", "create"),
         ("", "events", "patch"),
+        ("", "pods", "patch"),
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
     }
@@ -182,6 +183,31 @@ def test_watch_namespaces_bind_write_permissions_per_namespace_only(tmp_path):
     assert sorted(d["metadata"]["namespace"] for d in rbs) == ["team-a", "team-b"]
     args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--namespaces=team-a,team-b" in args
+
+
+def _roles_granting(docs: list[dict], group: str, resource: str, verb: str) -> set[str]:
+    return {cr["metadata"]["name"] for cr in by_kind(docs, "ClusterRole") + by_kind(docs, "Role")
+            if any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in cr["rules"])}
+
+
+@pytest.mark.parametrize("namespaces", [[], ["team-a", "team-b"]])
+def test_pods_patch_is_granted_only_in_the_watched_namespaces_and_no_eviction(tmp_path, namespaces):
+    """The deletion-cost annotation needs `patch` on pods: only through the role bound per watched namespace
+    (cluster-wide only when every namespace is watched), never through the cluster-wide observation role;
+    and no right to delete or evict pods anywhere."""
+    _, docs = render(tmp_path, {"watchNamespaces": namespaces})
+    assert _roles_granting(docs, "", "pods", "patch") == {"rel-inference-autoscaler"}
+    bindings = [d for d in by_kind(docs, "RoleBinding") + by_kind(docs, "ClusterRoleBinding")
+                if d["roleRef"]["name"] == "rel-inference-autoscaler"]
+    if namespaces:
+        assert all(d["kind"] == "RoleBinding" for d in bindings)
+        assert sorted(d["metadata"]["namespace"] for d in bindings) == namespaces
+    else:
+        assert [d["kind"] for d in bindings] == ["ClusterRoleBinding"]
+    for verb in ("delete", "deletecollection", "create"):
+        assert not _roles_granting(docs, "", "pods", verb)
+    assert not _roles_granting(docs, "", "pods/eviction", "create")
+    assert not _roles_granting(docs, "policy", "pods/eviction", "create")
 
 
 def test_grafana_dashboard_is_real_json_with_the_controller_metrics(tmp_path):
@@ -353,3 +379,28 @@ def test_warm_capacity_values_are_checked(tmp_path):
         p = subprocess.run([helm(), "template", "rel", str(CHART), "-f", str(f)], capture_output=True, text=True,
                            timeout=120)
         assert p.returncode != 0, bad
+EXAMPLE = CHART / "examples" / "vllm-graceful-drain.yaml"
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_graceful_drain_example_is_valid_and_sized_as_documented(version):
+    """The serving-side example (docs/scale-down.md): valid, its preStop waits on the engine's in-flight gauges
+    (bounded), and the grace period covers propagation + the bounded drain + a margin."""
+    text = EXAMPLE.read_text()
+    validate(text, version)
+    (dep,) = [d for d in yaml.safe_load_all(text) if d]
+    pod = dep["spec"]["template"]["spec"]
+    hook = "\n".join(pod["containers"][0]["lifecycle"]["preStop"]["exec"]["command"])
+    assert "vllm:num_requests_running" in hook and "vllm:num_requests_waiting" in hook
+    compile(pod["containers"][0]["lifecycle"]["preStop"]["exec"]["command"][2], "preStop", "exec")
+    assert "PROPAGATION_SECONDS, DRAIN_SECONDS = 10, 180" in hook
+    assert pod["terminationGracePeriodSeconds"] == 10 + 180 + 10
+
+
+def test_examples_stay_out_of_the_packaged_chart(tmp_path):
+    run(helm(), "package", str(CHART), "-d", str(tmp_path))
+    (pkg,) = tmp_path.glob("*.tgz")
+    import tarfile
+
+    with tarfile.open(pkg) as tar:
+        assert not [n for n in tar.getnames() if "/examples/" in n]

@@ -191,3 +191,13 @@ def test_every_default_prior_is_a_cited_value_not_a_simulator_constant() -> None
     assert (spec.cold_start.node_provisioning_seconds, spec.cold_start.weight_load_seconds,
             spec.cold_start.warmup_seconds) != (typical.node_provisioning_seconds, typical.weight_load_seconds,
                                                 typical.warmup_seconds)
+
+
+def test_the_headline_says_how_many_requests_scale_downs_aborted_where_they_are_counted() -> None:
+    recs = [_rec("ours", 0.995, 12.0, "default"), _rec("static", 0.992, 10.0, setting="replicas=19"),
+            _rec("hpa", 0.999, 11.0, setting="target=0.7"), _rec("oracle", 0.995, 10.5)]
+    recs[0]["winner"].update(aborted=0.0, aborted_counted=True)
+    recs[2]["winner"].update(aborted=1234.0, aborted_counted=True)  # static stays fluid: not counted
+    md = markdown(headline(recs), recs, "x", True, 60.0)
+    line = next(x for x in md.splitlines() if x.startswith("| s | 0 |"))
+    assert line.split(" | ")[1:4] == ["0", "–", "1,234"]

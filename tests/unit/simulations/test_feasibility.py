@@ -49,6 +49,10 @@ def test_scoring_leaves_infeasible_requests_out_and_reports_their_share() -> Non
     assert scored.infeasible_share == pytest.approx(1 / 7)
     assert scored.attainment == pytest.approx(4 / 6)
     assert missed.tolist() == [False, False, True, False, True, False, False]
+    # a request a scale-down aborted is a miss even when its first token came in time
+    aborted = np.array([True, False, False, False, False, False, False])
+    cut, cut_missed = score_requests(base, ttft, PROMPTS, slo, serving, aborted)
+    assert cut.attainment == pytest.approx(3 / 6) and cut_missed[0]
     # per request budgets: 2 s + 0.1 s per 1k tokens lets the 40k-token request take up to 6 s
     sloped, _ = score_requests(base, ttft, PROMPTS, SloSpec(ttft_seconds=2.0, ttft_seconds_per_kilo_prompt_tokens=0.1),
                                serving)

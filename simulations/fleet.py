@@ -219,8 +219,7 @@ class RequestFleet(LifecycleFacts):
                 rep.phase_name = GONE
                 self.lifecycle.cancel(rep.life, t)
             else:
-                loads = self._loads
-                rep = self._remove_serving(loads.index(min(loads)))  # the least loaded (first of equals)
+                rep = self._remove_serving(self._victim())
                 self._drain(rep, t)
             active -= 1
         self._placed_late()
@@ -312,6 +311,16 @@ class RequestFleet(LifecycleFacts):
                 if rep is not None:
                     self._push_ready(life.ready_at, rep)
             placed.clear()
+
+    def _victim(self) -> int:
+        """The least loaded ready replica; among equals the one whose node other pods keep (the image stays
+        cached there: `Lifecycle.removal_key`), then the first."""
+        loads = self._loads
+        least = min(loads)
+        ties = [k for k, v in enumerate(loads) if v == least]
+        if len(ties) == 1:
+            return ties[0]
+        return min(ties, key=lambda k: self.lifecycle.removal_key(self._serving[k].life))
 
     def _became_ready(self, rep: Engine, t: float) -> None:
         if rep.phase_name != STARTING:

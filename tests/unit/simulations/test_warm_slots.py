@@ -183,3 +183,29 @@ def test_ours_keeps_the_pool_at_least_min_slots_and_reports_it_to_the_decision(
     assert seen[0] is None and seen[1] == 0 and seen[-1] == 2
     off = Ours(with_warm_pool(spec, 0))
     assert run(_scenario(0), trace, off).outcome.warm_gpu_hours == 0
+
+
+def test_the_verdict_counts_cache_hit_starts_and_the_warm_cost() -> None:
+    from dataclasses import replace
+
+    from simulations.verdict import verdict
+
+    res = run(_scenario(1), poisson_trace(2, 300), Static(2))
+    o = replace(res.outcome, warm_starts=3, cache_hit_starts=5, cold_starts=2)
+    text = verdict(_scenario(1), [replace(res, policy="ours", outcome=o)])
+    assert "Of its 7 replica starts, 5 hit a cache (3 on a warm slot; the slots cost 0.08 GPU-h) and 2 waited" \
+        in text
+    quiet = verdict(_scenario(0), [replace(res, policy="ours", outcome=replace(o, cache_hit_starts=0,
+                                                                               cold_starts=0))])
+    assert "replica starts" not in quiet
+
+
+def test_the_fluid_fleet_shares_the_warm_slots(serving: ServingProfile) -> None:
+    from simulations.fluid import FluidFleet
+
+    f = FluidFleet(poisson_trace(2, 600).binned(1.0), serving, TYPICAL, ClusterSpec(gpus_per_node=1, warm_slots=1),
+                   initial_replicas=1, seed=1)
+    f.set_target(2, 30.0)
+    assert f.lifecycle.starts["warm"] == 1
+    assert f.replica_counts(33.0).starting[0].stage == "weight_load"  # no node boot: 2 s of scheduling only
+    assert f.cluster_facts(31.0).warm_slots == 0

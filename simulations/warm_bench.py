@@ -1,0 +1,253 @@
+"""Warm capacity bench: each family's cheapest setting reaching 99% attainment with a placeholder pool of N.
+
+    python -m simulations.warm_bench [--scenarios flash-crowd,azure-code] [--pools 0,1,2,4] [--workers 2]
+                                     [--doc docs/benchmarks.md] [--plots docs/bench]
+
+A warm pool is a fleet-level setting (`ClusterSpec.warm_slots`, simulations/lifecycle.py): N placeholders,
+warm at t = 0, kept at N for the whole run. Every family gets the same pool: an operator can run a fixed
+placeholder Deployment next to any autoscaler. `ours` runs with `spec.warmCapacity` enabled and
+minSlots = maxSlots = N (`with_warm_pool`), so the pool it keeps is N whatever its decision sizes.
+
+One job = scenario × family × pool: the bench's bisection (`simulations.search.search`, quick tolerances, no
+probe beyond the boundary) of the family's main knob, with its secondary knobs fixed at `SECONDARY` (the
+behaviour settings that won the decision-quality bench at pool 0). Runs are request-level (both scenarios
+are request-level scenarios). The oracle is left out: its plan assumes the cold starts of a fleet without a
+pool. Output: a table per scenario (GPU-hours of the cheapest setting reaching 99%, its warm share, replica
+starts that hit a cache) and a plot per scenario, `warm-SCENARIO.png`: per family, attainment vs GPU-hours of
+every visited setting, one curve per pool size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from autoscaler.policy import PolicySpec
+from simulations.autoscalers.ours import with_warm_pool
+from simulations.bench import default_policy_file, write_markdown_section
+from simulations.bench_report import COLORS
+from simulations.report import write_json
+from simulations.scenario import Scenario, build_workload, load_scenario
+from simulations.search import Point, Secondary, fmt, main_knob, replay, search
+from simulations.trace import BinnedWorkload, Trace
+
+TARGET = 0.99
+SCENARIOS = ("flash-crowd", "azure-code")
+FAMILIES = ("ours", "static", "hpa", "keda", "kpa")
+POOLS = (0, 1, 2, 4)
+# Behaviour knobs per scenario: each family's winning secondary setting in docs/benchmarks.md's
+# decision-quality table (the main knob is searched again here for every pool size).
+SECONDARY: dict[str, dict[str, Secondary]] = {
+    "flash-crowd": {"hpa": (("signal", "waiting"),), "keda": (("signal", "queue_p90"),),
+                    "kpa": (("scale_down_delay", 0.0),)},
+    "azure-code": {"hpa": (("signal", "queue_p90"),), "keda": (("signal", "queue_p90"),),
+                   "kpa": (("scale_down_delay", 600.0),)},
+}
+MARK_START = "<!-- warm-capacity:start -->"
+MARK_END = "<!-- warm-capacity:end -->"
+
+
+@dataclass(frozen=True)
+class WarmJob:
+    scenario: str
+    family: str
+    pool: int
+    policy_file: str
+
+
+@lru_cache(maxsize=2)
+def _workload(name: str) -> tuple[Scenario, Trace | BinnedWorkload]:
+    sc = load_scenario(name)
+    return sc, build_workload(sc)
+
+
+@lru_cache(maxsize=2)
+def _policy(path: str) -> PolicySpec:
+    from autoscaler.policy_loader import load_policy_file
+
+    return load_policy_file(path)[0].spec
+
+
+def with_pool(sc: Scenario, pool: int) -> Scenario:
+    """The scenario with a fixed placeholder pool of `pool` (warm at t = 0)."""
+    return sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"warm_slots": pool})})
+
+
+def run_job(job: WarmJob) -> dict[str, Any]:
+    wall0 = time.perf_counter()
+    base, wl = _workload(job.scenario)
+    sc = with_pool(base, job.pool)
+    policy = with_warm_pool(_policy(job.policy_file), job.pool)
+    secondary = SECONDARY.get(job.scenario, {}).get(job.family, ())
+    knob = main_knob(job.family, secondary, quick=True)
+
+    def evaluate(v: float) -> Point:
+        label = ", ".join([knob.label(v)] + [f"{k}={fmt(x)}" for k, x in secondary])
+        res = replay(job.family, v, secondary, sc, wl, policy, label, TARGET)
+        return Point(v, res.outcome.attainment, res.outcome.gpu_hours, {**res.to_dict(), "value": v})
+
+    start = float(sc.initial_replicas) if job.family == "static" else None
+    found = search(evaluate, knob, TARGET, start=start, probe_beyond=False)
+    return {"scenario": job.scenario, "family": job.family, "pool": job.pool, "secondary": dict(secondary),
+            "knob": knob.name, "reached": found.reached, "exact": found.exact, "stopped_by": found.stopped_by,
+            "winner": found.best.run, "points": [p.run for p in found.points],
+            "wall_seconds": round(time.perf_counter() - wall0, 2)}
+
+
+def jobs_for(scenarios: Sequence[str], families: Sequence[str], pools: Sequence[int],
+             policy_file: str) -> list[WarmJob]:
+    return [WarmJob(s, f, p, policy_file) for s in scenarios for f in families for p in pools]
+
+
+def run_all(jobs: Sequence[WarmJob], workers: int) -> list[dict[str, Any]]:
+    if workers <= 1:
+        return [run_job(j) for j in jobs]
+    with ProcessPoolExecutor(max_workers=workers) as ex:
+        return list(ex.map(run_job, jobs))
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _cell(rec: dict[str, Any]) -> str:
+    w = rec["winner"]
+    if not rec["reached"]:
+        return f"✗ {100 * w['attainment']:.1f}%"
+    warm = w.get("warm_gpu_hours", 0.0)
+    share = f" ({100 * warm / w['gpu_hours']:.0f}% warm)" if warm else ""
+    return f"{w['gpu_hours']:.2f}{share}"
+
+
+def table(records: Sequence[dict[str, Any]]) -> str:
+    """Per scenario and family: the cheapest setting reaching 99% at each pool size, then its details."""
+    pools = sorted({r["pool"] for r in records})
+    lines = []
+    for name in dict.fromkeys(r["scenario"] for r in records):
+        lines += [f"**{name}**: GPU-hours of the cheapest setting reaching 99% (warm share); ✗ = best "
+                  "attainment when none did", "",
+                  "| family | " + " | ".join(f"pool {p}" for p in pools) + " |",
+                  "|---|" + "---|" * len(pools)]
+        for fam in dict.fromkeys(r["family"] for r in records if r["scenario"] == name):
+            by_pool = {r["pool"]: r for r in records if r["scenario"] == name and r["family"] == fam}
+            lines.append(f"| {fam} | " + " | ".join(_cell(by_pool[p]) if p in by_pool else "–" for p in pools)
+                         + " |")
+        lines += ["", "| family | pool | setting | attainment | GPU-h | warm GPU-h | starts: warm / cached / "
+                      "cold | replays |", "|---|---|---|---|---|---|---|---|"]
+        for r in records:
+            if r["scenario"] != name:
+                continue
+            w = r["winner"]
+            cached = w["cache_hit_starts"] - w["warm_starts"]
+            lines.append(f"| {r['family']} | {r['pool']} | {w['setting']} | {100 * w['attainment']:.2f}% | "
+                         f"{w['gpu_hours']:.2f} | {w['warm_gpu_hours']:.2f} | {w['warm_starts']} / {cached} / "
+                         f"{w['cold_starts']} | {len(r['points'])} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(name: str, records: Sequence[dict[str, Any]], path: Path) -> Path:
+    """One panel per family: attainment vs GPU-hours of every visited setting, one curve per pool size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recs = [r for r in records if r["scenario"] == name]
+    fams = list(dict.fromkeys(r["family"] for r in recs))
+    pools = sorted({r["pool"] for r in recs})
+    fig, axes = plt.subplots(1, len(fams), figsize=(3.6 * len(fams), 3.6), squeeze=False)
+    styles = ["-", "--", "-.", ":", (0, (5, 1))]
+    for ax, fam in zip(axes[0], fams, strict=True):
+        for i, pool in enumerate(pools):
+            rec = next((r for r in recs if r["family"] == fam and r["pool"] == pool), None)
+            if rec is None:
+                continue
+            pts = sorted((p["gpu_hours"], 100 * p["attainment"]) for p in rec["points"])
+            alpha = 0.35 + 0.65 * (i + 1) / len(pools)
+            ax.plot([x for x, _ in pts], [y for _, y in pts], linestyle=styles[i % len(styles)], marker="o",
+                    markersize=3, color=COLORS.get(fam, "tab:purple"), alpha=alpha, label=f"pool {pool}")
+            w = rec["winner"]
+            if rec["reached"]:
+                ax.plot([w["gpu_hours"]], [100 * w["attainment"]], marker="*", markersize=10,
+                        color=COLORS.get(fam, "tab:purple"), alpha=alpha)
+        ax.axhline(100 * TARGET, color="black", linewidth=0.7, linestyle=":")
+        ax.set_title(fam)
+        ax.set_xlabel("GPU-hours (warm slots included)")
+        ax.set_ylim(max(0.0, min(80.0, ax.get_ylim()[0])), 100.5)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0][0].set_ylabel("requests within the TTFT SLO (%)")
+    fig.suptitle(f"{name}: attainment vs GPU-hours with a warm pool (★ cheapest reaching 99%)", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def section(records: Sequence[dict[str, Any]], command: str, wall: float, plots: Sequence[Path],
+            doc: Path | None) -> str:
+    runs = sum(len(r["points"]) for r in records)
+    lines = ["## Warm capacity: placeholder pools with every family", "",
+             f"Command: `{command}`  ",
+             f"{len(records)} searches, {runs} request-level replays, {wall / 60:.1f} min wall on a shared machine. "
+             "Each family's main knob is bisected for every pool size (quick brackets, no probe beyond the "
+             "boundary); its behaviour knobs are fixed at the winners of the decision-quality bench above. A pool "
+             "of N is N placeholders holding one replica's GPUs each, warm at t = 0 and replaced when a replica "
+             "takes one; they cost GPU-hours like replicas (docs/warm-capacity-sim.md). Ours keeps the pool at "
+             "N through `spec.warmCapacity` (minSlots = maxSlots = N).", "", table(records)]
+    for p in plots:
+        rel = p.relative_to(doc.parent) if doc is not None and p.is_relative_to(doc.parent) else p
+        lines.append(f"![{p.stem}]({rel.as_posix()})")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m simulations.warm_bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--pools", default=",".join(map(str, POOLS)))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--policy", default=None, help="policy file for ours (default: the shipped default policy)")
+    ap.add_argument("--json", type=Path, default=None, help="write every record here")
+    ap.add_argument("--plots", type=Path, default=None, help="folder for warm-SCENARIO.png")
+    ap.add_argument("--doc", type=Path, default=None, help="rewrite the warm-capacity section of this markdown")
+    args = ap.parse_args(argv)
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    families = [f for f in args.families.split(",") if f]
+    bad = [f for f in families if f not in FAMILIES]
+    if bad:
+        ap.error(f"--families: {', '.join(bad)} unknown; use {', '.join(FAMILIES)}")
+    try:
+        pools = [int(p) for p in args.pools.split(",") if p]
+    except ValueError:
+        ap.error("--pools: a comma list of whole numbers, e.g. 0,1,2,4")
+    if any(p < 0 for p in pools):
+        ap.error("--pools: pool sizes must be ≥ 0")
+    for s in scenarios:
+        load_scenario(s)
+    wall0 = time.perf_counter()
+    records = run_all(jobs_for(scenarios, families, pools, args.policy or default_policy_file()), args.workers)
+    wall = time.perf_counter() - wall0
+    print(table(records))
+    if args.json is not None:
+        write_json(args.json, {"target": TARGET, "records": records})
+    plots = [plot(s, records, args.plots / f"warm-{s}.png") for s in scenarios] if args.plots else []
+    if args.doc is not None:
+        given = list(sys.argv[1:] if argv is None else argv)
+        kept = [a for i, a in enumerate(given) if not a.startswith("--json")
+                and not (i and given[i - 1] == "--json")]
+        command = " ".join(["python -m simulations.warm_bench", *kept])
+        write_markdown_section(args.doc, section(records, command, wall, plots, args.doc), MARK_START, MARK_END)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -95,7 +95,7 @@ def run_job(job: WarmJob) -> dict[str, Any]:
 
     start = float(sc.initial_replicas) if job.family == "static" else None
     found = search(evaluate, knob, TARGET, start=start, probe_beyond=False)
-    return {"scenario": job.scenario, "family": job.family, "pool": job.pool, "secondary": dict(secondary),
+    return {"scenario": base.name, "family": job.family, "pool": job.pool, "secondary": dict(secondary),
             "knob": knob.name, "reached": found.reached, "exact": found.exact, "stopped_by": found.stopped_by,
             "winner": found.best.run, "points": [p.run for p in found.points],
             "wall_seconds": round(time.perf_counter() - wall0, 2)}
@@ -231,15 +231,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--pools: a comma list of whole numbers, e.g. 0,1,2,4")
     if any(p < 0 for p in pools):
         ap.error("--pools: pool sizes must be ≥ 0")
-    for s in scenarios:
-        load_scenario(s)
+    names = [load_scenario(s).name for s in scenarios]  # fails here, in one line, on a bad name or file
     wall0 = time.perf_counter()
     records = run_all(jobs_for(scenarios, families, pools, args.policy or default_policy_file()), args.workers)
     wall = time.perf_counter() - wall0
     print(table(records))
     if args.json is not None:
         write_json(args.json, {"target": TARGET, "records": records})
-    plots = [plot(s, records, args.plots / f"warm-{s}.png") for s in scenarios] if args.plots else []
+    plots = [plot(n, records, args.plots / f"warm-{n}.png") for n in names] if args.plots else []
     if args.doc is not None:
         given = list(sys.argv[1:] if argv is None else argv)
         kept = [a for i, a in enumerate(given) if not a.startswith("--json")

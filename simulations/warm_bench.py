@@ -20,10 +20,11 @@ every visited setting, one curve per pool size.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -103,14 +104,38 @@ def run_job(job: WarmJob) -> dict[str, Any]:
 
 def jobs_for(scenarios: Sequence[str], families: Sequence[str], pools: Sequence[int],
              policy_file: str) -> list[WarmJob]:
-    return [WarmJob(s, f, p, policy_file) for s in scenarios for f in families for p in pools]
+    """Every job; the first and the middle pool sizes of every family first (a partial run still compares)."""
+    order = sorted(pools, key=lambda p: (p not in (pools[0], pools[len(pools) // 2]), p))
+    return [WarmJob(s, f, p, policy_file) for p in order for s in scenarios for f in families]
 
 
-def run_all(jobs: Sequence[WarmJob], workers: int) -> list[dict[str, Any]]:
+def run_all(jobs: Sequence[WarmJob], workers: int, records_file: Path | None = None) -> list[dict[str, Any]]:
+    """Every job's record, in the order of `jobs`; each is also appended to `records_file` (JSON lines) as it
+    finishes, so an interrupted run keeps what it measured (`--from-records` renders it)."""
+    out: list[dict[str, Any] | None] = [None] * len(jobs)
+
+    def done(i: int, rec: dict[str, Any]) -> None:
+        out[i] = rec
+        if records_file is not None:
+            with records_file.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(rec) + "\n")
+        print(f"[{sum(r is not None for r in out)}/{len(jobs)}] {rec['scenario']} {rec['family']} pool "
+              f"{rec['pool']}: {len(rec['points'])} replays, {rec['wall_seconds']:.0f} s", file=sys.stderr)
+
     if workers <= 1:
-        return [run_job(j) for j in jobs]
-    with ProcessPoolExecutor(max_workers=workers) as ex:
-        return list(ex.map(run_job, jobs))
+        for i, j in enumerate(jobs):
+            done(i, run_job(j))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            futures = {ex.submit(run_job, j): i for i, j in enumerate(jobs)}
+            for fut in as_completed(futures):
+                done(futures[fut], fut.result())
+    return [r for r in out if r is not None]
+
+
+def _order(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    fam = {f: i for i, f in enumerate(FAMILIES)}
+    return sorted(records, key=lambda r: (r["scenario"], fam.get(r["family"], 99), r["pool"]))
 
 
 # ---------------------------------------------------------------- rendering
@@ -191,12 +216,13 @@ def plot(name: str, records: Sequence[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def section(records: Sequence[dict[str, Any]], command: str, wall: float, plots: Sequence[Path],
-            doc: Path | None) -> str:
+def section(records: Sequence[dict[str, Any]], command: str, plots: Sequence[Path], doc: Path | None) -> str:
     runs = sum(len(r["points"]) for r in records)
+    job_wall = sum(r["wall_seconds"] for r in records)
     lines = ["## Warm capacity: placeholder pools with every family", "",
              f"Command: `{command}`  ",
-             f"{len(records)} searches, {runs} request-level replays, {wall / 60:.1f} min wall on a shared machine. "
+             f"{len(records)} searches, {runs} request-level replays, {job_wall / 60:.0f} min of job wall time "
+             "summed over the jobs (2 workers on a shared, heavily loaded machine). "
              "Each family's main knob is bisected for every pool size (quick brackets, no probe beyond the "
              "boundary); its behaviour knobs are fixed at the winners of the decision-quality bench above. A pool "
              "of N is N placeholders holding one replica's GPUs each, warm at t = 0 and replaced when a replica "
@@ -219,6 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write every record here")
     ap.add_argument("--plots", type=Path, default=None, help="folder for warm-SCENARIO.png")
     ap.add_argument("--doc", type=Path, default=None, help="rewrite the warm-capacity section of this markdown")
+    ap.add_argument("--records", type=Path, default=None, help="append each finished job's record here (JSON lines)")
+    ap.add_argument("--from-records", type=Path, default=None,
+                    help="render these records (JSON lines from --records) instead of running")
+    ap.add_argument("--command", default=None, help="the command to quote in --doc (with --from-records)")
     args = ap.parse_args(argv)
     scenarios = [s for s in args.scenarios.split(",") if s]
     families = [f for f in args.families.split(",") if f]
@@ -232,19 +262,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(p < 0 for p in pools):
         ap.error("--pools: pool sizes must be ≥ 0")
     names = [load_scenario(s).name for s in scenarios]  # fails here, in one line, on a bad name or file
-    wall0 = time.perf_counter()
-    records = run_all(jobs_for(scenarios, families, pools, args.policy or default_policy_file()), args.workers)
-    wall = time.perf_counter() - wall0
+    if args.from_records is not None:
+        lines = args.from_records.read_text(encoding="utf-8").splitlines()
+        records = [r for r in map(json.loads, filter(None, lines))
+                   if r["scenario"] in names and r["family"] in families and r["pool"] in pools]
+    else:
+        jobs = jobs_for(scenarios, families, pools, args.policy or default_policy_file())
+        records = run_all(jobs, args.workers, args.records)
+    records = _order(records)
     print(table(records))
     if args.json is not None:
         write_json(args.json, {"target": TARGET, "records": records})
     plots = [plot(n, records, args.plots / f"warm-{n}.png") for n in names] if args.plots else []
     if args.doc is not None:
         given = list(sys.argv[1:] if argv is None else argv)
-        kept = [a for i, a in enumerate(given) if not a.startswith("--json")
-                and not (i and given[i - 1] == "--json")]
-        command = " ".join(["python -m simulations.warm_bench", *kept])
-        write_markdown_section(args.doc, section(records, command, wall, plots, args.doc), MARK_START, MARK_END)
+        private = ("--json", "--records", "--from-records", "--command")
+        kept = [a for i, a in enumerate(given) if not a.startswith(private)
+                and not (i and given[i - 1] in private)]
+        command = args.command or " ".join(["python -m simulations.warm_bench", *kept])
+        write_markdown_section(args.doc, section(records, command, plots, args.doc), MARK_START, MARK_END)
     return 0
 
 

@@ -26,10 +26,12 @@ def test_main_searches_each_pool_and_writes_table_plot_and_section(small: Path, 
     doc.parent.mkdir()
     doc.write_text("# Benchmarks\n\n<!-- bench:decision-quality:start -->\nkept\n<!-- bench:decision-quality:end -->\n",
                    encoding="utf-8")
-    out = tmp_path / "w.json"
+    out, lines = tmp_path / "w.json", tmp_path / "w.jsonl"
     rc = warm_bench.main(["--scenarios", str(small), "--families", "static", "--pools", "0,1", "--workers", "1",
-                          "--plots", str(doc.parent / "bench"), "--doc", str(doc), "--json", str(out)])
+                          "--plots", str(doc.parent / "bench"), "--doc", str(doc), "--json", str(out),
+                          "--records", str(lines)])
     assert rc == 0
+    assert len(lines.read_text().splitlines()) == 2  # one line per finished job
     records = json.loads(out.read_text())["records"]
     by_pool = {r["pool"]: r for r in records}
     assert set(by_pool) == {0, 1}
@@ -41,6 +43,11 @@ def test_main_searches_each_pool_and_writes_table_plot_and_section(small: Path, 
     text = doc.read_text()
     assert "kept" in text and warm_bench.MARK_START in text and "![warm-small](bench/warm-small.png)" in text
     assert "--json" not in text and (doc.parent / "bench" / "warm-small.png").stat().st_size > 0
+    # the records re-render the same table without running anything
+    capsys.readouterr()
+    assert warm_bench.main(["--scenarios", str(small), "--families", "static", "--pools", "0,1",
+                            "--from-records", str(lines)]) == 0
+    assert capsys.readouterr().out == printed
 
 
 def test_unknown_family_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ from autoscaler.policy import PolicySpec
 from simulations.autoscalers.ours import with_warm_pool
 from simulations.bench import default_policy_file, write_markdown_section
 from simulations.bench_report import COLORS
+from simulations.profiles import COLD_START_NAMES
 from simulations.report import write_json
 from simulations.scenario import Scenario, build_workload, load_scenario
 from simulations.search import Point, Secondary, fmt, main_knob, replay, search
@@ -61,11 +63,14 @@ class WarmJob:
     family: str
     pool: int
     policy_file: str
+    cold_start: str | None = None  # a cold-start profile instead of the scenario's own
 
 
 @lru_cache(maxsize=2)
-def _workload(name: str) -> tuple[Scenario, Trace | BinnedWorkload]:
+def _workload(name: str, cold_start: str | None) -> tuple[Scenario, Trace | BinnedWorkload]:
     sc = load_scenario(name)
+    if cold_start is not None and cold_start != sc.cold_start_profile.name:
+        sc = sc.with_cold_start(cold_start).model_copy(update={"name": f"{sc.name} ({cold_start} starts)"})
     return sc, build_workload(sc)
 
 
@@ -83,7 +88,7 @@ def with_pool(sc: Scenario, pool: int) -> Scenario:
 
 def run_job(job: WarmJob) -> dict[str, Any]:
     wall0 = time.perf_counter()
-    base, wl = _workload(job.scenario)
+    base, wl = _workload(job.scenario, job.cold_start)
     sc = with_pool(base, job.pool)
     policy = with_warm_pool(_policy(job.policy_file), job.pool)
     secondary = SECONDARY.get(job.scenario, {}).get(job.family, ())
@@ -103,10 +108,10 @@ def run_job(job: WarmJob) -> dict[str, Any]:
 
 
 def jobs_for(scenarios: Sequence[str], families: Sequence[str], pools: Sequence[int],
-             policy_file: str) -> list[WarmJob]:
+             policy_file: str, cold_start: str | None = None) -> list[WarmJob]:
     """Every job; the first and the middle pool sizes of every family first (a partial run still compares)."""
     order = sorted(pools, key=lambda p: (p not in (pools[0], pools[len(pools) // 2]), p))
-    return [WarmJob(s, f, p, policy_file) for p in order for s in scenarios for f in families]
+    return [WarmJob(s, f, p, policy_file, cold_start) for p in order for s in scenarios for f in families]
 
 
 def run_all(jobs: Sequence[WarmJob], workers: int, records_file: Path | None = None) -> list[dict[str, Any]]:
@@ -235,12 +240,18 @@ def section(records: Sequence[dict[str, Any]], command: str, plots: Sequence[Pat
     return "\n".join(lines).rstrip("\n")
 
 
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m simulations.warm_bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--pools", default=",".join(map(str, POOLS)))
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cold-start", choices=COLD_START_NAMES, default=None,
+                    help="replay on this cold-start profile instead of each scenario's own")
     ap.add_argument("--policy", default=None, help="policy file for ours (default: the shipped default policy)")
     ap.add_argument("--json", type=Path, default=None, help="write every record here")
     ap.add_argument("--plots", type=Path, default=None, help="folder for warm-SCENARIO.png")
@@ -261,19 +272,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--pools: a comma list of whole numbers, e.g. 0,1,2,4")
     if any(p < 0 for p in pools):
         ap.error("--pools: pool sizes must be ≥ 0")
-    names = [load_scenario(s).name for s in scenarios]  # fails here, in one line, on a bad name or file
+    names = [_workload(s, args.cold_start)[0].name for s in scenarios]  # a bad name or file fails here
     if args.from_records is not None:
         lines = args.from_records.read_text(encoding="utf-8").splitlines()
         records = [r for r in map(json.loads, filter(None, lines))
                    if r["scenario"] in names and r["family"] in families and r["pool"] in pools]
     else:
-        jobs = jobs_for(scenarios, families, pools, args.policy or default_policy_file())
+        jobs = jobs_for(scenarios, families, pools, args.policy or default_policy_file(), args.cold_start)
         records = run_all(jobs, args.workers, args.records)
     records = _order(records)
     print(table(records))
     if args.json is not None:
         write_json(args.json, {"target": TARGET, "records": records})
-    plots = [plot(n, records, args.plots / f"warm-{n}.png") for n in names] if args.plots else []
+    plots = [plot(n, records, args.plots / f"warm-{_slug(n)}.png") for n in names] if args.plots else []
     if args.doc is not None:
         given = list(sys.argv[1:] if argv is None else argv)
         private = ("--json", "--records", "--from-records", "--command")

@@ -54,3 +54,11 @@ def test_unknown_family_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit):
         warm_bench.main(["--families", "oracle"])
     assert "--families: oracle unknown" in capsys.readouterr().err
+
+
+def test_cold_start_option_replays_on_that_profile_under_its_own_name(small: Path) -> None:
+    sc, _ = warm_bench._workload(str(small), "cold")
+    assert sc.cold_start_profile.name == "cold" and sc.name == "small (cold starts)"
+    assert warm_bench._slug(sc.name) == "small-cold-starts"
+    same, _ = warm_bench._workload(str(small), "typical")  # the scenario's own profile: unchanged
+    assert same.name == "small"

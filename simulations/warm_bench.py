@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ class WarmJob:
     pool: int
     policy_file: str
     cold_start: str | None = None  # a cold-start profile instead of the scenario's own
+    at: float | None = None  # replay the main knob at this value only (no search)
 
 
 @lru_cache(maxsize=2)
@@ -100,7 +101,9 @@ def run_job(job: WarmJob) -> dict[str, Any]:
         return Point(v, res.outcome.attainment, res.outcome.gpu_hours, {**res.to_dict(), "value": v})
 
     start = float(sc.initial_replicas) if job.family == "static" else None
-    found = search(evaluate, knob, TARGET, start=start, probe_beyond=False)
+    if job.at is not None:  # one setting: a search over the single value it is given
+        knob = replace(knob, lo=job.at, hi=job.at)
+    found = search(evaluate, knob, TARGET, start=job.at if job.at is not None else start, probe_beyond=False)
     return {"scenario": base.name, "family": job.family, "pool": job.pool, "secondary": dict(secondary),
             "knob": knob.name, "reached": found.reached, "exact": found.exact, "stopped_by": found.stopped_by,
             "winner": found.best.run, "points": [p.run for p in found.points],
@@ -108,10 +111,10 @@ def run_job(job: WarmJob) -> dict[str, Any]:
 
 
 def jobs_for(scenarios: Sequence[str], families: Sequence[str], pools: Sequence[int],
-             policy_file: str, cold_start: str | None = None) -> list[WarmJob]:
+             policy_file: str, cold_start: str | None = None, at: float | None = None) -> list[WarmJob]:
     """Every job; the first and the middle pool sizes of every family first (a partial run still compares)."""
     order = sorted(pools, key=lambda p: (p not in (pools[0], pools[len(pools) // 2]), p))
-    return [WarmJob(s, f, p, policy_file, cold_start) for p in order for s in scenarios for f in families]
+    return [WarmJob(s, f, p, policy_file, cold_start, at) for p in order for s in scenarios for f in families]
 
 
 def run_all(jobs: Sequence[WarmJob], workers: int, records_file: Path | None = None) -> list[dict[str, Any]]:
@@ -252,13 +255,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cold-start", choices=COLD_START_NAMES, default=None,
                     help="replay on this cold-start profile instead of each scenario's own")
+    ap.add_argument("--at", type=float, default=None,
+                    help="replay each family's main knob at this value only, instead of searching it")
     ap.add_argument("--policy", default=None, help="policy file for ours (default: the shipped default policy)")
     ap.add_argument("--json", type=Path, default=None, help="write every record here")
     ap.add_argument("--plots", type=Path, default=None, help="folder for warm-SCENARIO.png")
     ap.add_argument("--doc", type=Path, default=None, help="rewrite the warm-capacity section of this markdown")
     ap.add_argument("--records", type=Path, default=None, help="append each finished job's record here (JSON lines)")
     ap.add_argument("--from-records", type=Path, default=None,
-                    help="render these records (JSON lines from --records) instead of running")
+                    help="render these records (JSON lines from --records; every scenario in them) instead of running")
     ap.add_argument("--command", default=None, help="the command to quote in --doc (with --from-records)")
     args = ap.parse_args(argv)
     scenarios = [s for s in args.scenarios.split(",") if s]
@@ -275,10 +280,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [_workload(s, args.cold_start)[0].name for s in scenarios]  # a bad name or file fails here
     if args.from_records is not None:
         lines = args.from_records.read_text(encoding="utf-8").splitlines()
-        records = [r for r in map(json.loads, filter(None, lines))
-                   if r["scenario"] in names and r["family"] in families and r["pool"] in pools]
+        records = [r for r in map(json.loads, filter(None, lines)) if r["family"] in families and r["pool"] in pools]
+        names = list(dict.fromkeys(r["scenario"] for r in records))  # every scenario the records hold
     else:
-        jobs = jobs_for(scenarios, families, pools, args.policy or default_policy_file(), args.cold_start)
+        jobs = jobs_for(scenarios, families, pools, args.policy or default_policy_file(), args.cold_start,
+                        args.at)
         records = run_all(jobs, args.workers, args.records)
     records = _order(records)
     print(table(records))

@@ -65,6 +65,7 @@ class WarmJob:
     policy_file: str
     cold_start: str | None = None  # a cold-start profile instead of the scenario's own
     at: float | None = None  # replay the main knob at this value only (no search)
+    prestaged: float | None = None  # weights pre-staged on warm slots: their median local load (s)
 
 
 @lru_cache(maxsize=2)
@@ -82,16 +83,23 @@ def _policy(path: str) -> PolicySpec:
     return load_policy_file(path)[0].spec
 
 
-def with_pool(sc: Scenario, pool: int) -> Scenario:
-    """The scenario with a fixed placeholder pool of `pool` (warm at t = 0)."""
-    return sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"warm_slots": pool})})
+PRESTAGE_PATH = "/var/cache/inference-autoscaler/models"  # ours' weightsCachePath when weights are pre-staged
+
+
+def with_pool(sc: Scenario, pool: int, prestaged: float | None = None) -> Scenario:
+    """The scenario with a fixed placeholder pool of `pool` (warm at t = 0); `prestaged`: the median weight
+    load from the node's disk on a warm slot (None: weights not pre-staged)."""
+    cluster = sc.cluster.model_copy(update={"warm_slots": pool, "warm_weight_load_seconds": prestaged})
+    name = sc.name if prestaged is None else f"{sc.name} (weights pre-staged)"
+    return sc.model_copy(update={"cluster": cluster, "name": name})
 
 
 def run_job(job: WarmJob) -> dict[str, Any]:
     wall0 = time.perf_counter()
     base, wl = _workload(job.scenario, job.cold_start)
-    sc = with_pool(base, job.pool)
-    policy = with_warm_pool(_policy(job.policy_file), job.pool)
+    sc = with_pool(base, job.pool, job.prestaged)
+    policy = with_warm_pool(_policy(job.policy_file), job.pool,
+                            PRESTAGE_PATH if job.prestaged is not None and job.pool else None)
     secondary = SECONDARY.get(job.scenario, {}).get(job.family, ())
     knob = main_knob(job.family, secondary, quick=True)
 
@@ -104,17 +112,19 @@ def run_job(job: WarmJob) -> dict[str, Any]:
     if job.at is not None:  # one setting: a search over the single value it is given
         knob = replace(knob, lo=job.at, hi=job.at)
     found = search(evaluate, knob, TARGET, start=job.at if job.at is not None else start, probe_beyond=False)
-    return {"scenario": base.name, "family": job.family, "pool": job.pool, "secondary": dict(secondary),
+    return {"scenario": sc.name, "family": job.family, "pool": job.pool, "secondary": dict(secondary),
             "knob": knob.name, "reached": found.reached, "exact": found.exact, "stopped_by": found.stopped_by,
             "winner": found.best.run, "points": [p.run for p in found.points],
             "wall_seconds": round(time.perf_counter() - wall0, 2)}
 
 
 def jobs_for(scenarios: Sequence[str], families: Sequence[str], pools: Sequence[int],
-             policy_file: str, cold_start: str | None = None, at: float | None = None) -> list[WarmJob]:
+             policy_file: str, cold_start: str | None = None, at: float | None = None,
+             prestaged: float | None = None) -> list[WarmJob]:
     """Every job; the first and the middle pool sizes of every family first (a partial run still compares)."""
     order = sorted(pools, key=lambda p: (p not in (pools[0], pools[len(pools) // 2]), p))
-    return [WarmJob(s, f, p, policy_file, cold_start, at) for p in order for s in scenarios for f in families]
+    return [WarmJob(s, f, p, policy_file, cold_start, at, prestaged) for p in order for s in scenarios
+            for f in families]
 
 
 def run_all(jobs: Sequence[WarmJob], workers: int, records_file: Path | None = None) -> list[dict[str, Any]]:
@@ -257,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="replay on this cold-start profile instead of each scenario's own")
     ap.add_argument("--at", type=float, default=None,
                     help="replay each family's main knob at this value only, instead of searching it")
+    ap.add_argument("--prestaged", type=float, default=None, metavar="SECONDS",
+                    help="weights pre-staged on warm slots, loaded from the node's disk in this median time")
     ap.add_argument("--policy", default=None, help="policy file for ours (default: the shipped default policy)")
     ap.add_argument("--json", type=Path, default=None, help="write every record here")
     ap.add_argument("--plots", type=Path, default=None, help="folder for warm-SCENARIO.png")
@@ -277,14 +289,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--pools: a comma list of whole numbers, e.g. 0,1,2,4")
     if any(p < 0 for p in pools):
         ap.error("--pools: pool sizes must be ≥ 0")
-    names = [_workload(s, args.cold_start)[0].name for s in scenarios]  # a bad name or file fails here
+    if args.prestaged is not None and args.prestaged < 0:
+        ap.error("--prestaged: a median load time in seconds, ≥ 0 (e.g. 10)")
+    names = [with_pool(_workload(s, args.cold_start)[0], 0, args.prestaged).name  # a bad name fails here
+             for s in scenarios]
     if args.from_records is not None:
         lines = args.from_records.read_text(encoding="utf-8").splitlines()
         records = [r for r in map(json.loads, filter(None, lines)) if r["family"] in families and r["pool"] in pools]
         names = list(dict.fromkeys(r["scenario"] for r in records))  # every scenario the records hold
     else:
         jobs = jobs_for(scenarios, families, pools, args.policy or default_policy_file(), args.cold_start,
-                        args.at)
+                        args.at, args.prestaged)
         records = run_all(jobs, args.workers, args.records)
     records = _order(records)
     print(table(records))

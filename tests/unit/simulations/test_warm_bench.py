@@ -62,3 +62,16 @@ def test_cold_start_option_replays_on_that_profile_under_its_own_name(small: Pat
     assert warm_bench._slug(sc.name) == "small-cold-starts"
     same, _ = warm_bench._workload(str(small), "typical")  # the scenario's own profile: unchanged
     assert same.name == "small"
+
+
+def test_prestaged_weights_go_to_the_cluster_and_the_name(small: Path) -> None:
+    sc, _ = warm_bench._workload(str(small), None)
+    pre = warm_bench.with_pool(sc, 2, 10.0)
+    assert pre.cluster.warm_slots == 2 and pre.cluster.warm_weight_load_seconds == 10.0
+    assert pre.name == "small (weights pre-staged)" and warm_bench.with_pool(sc, 2).name == "small"
+
+
+def test_negative_prestaged_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        warm_bench.main(["--prestaged", "-1"])
+    assert "--prestaged: a median load time in seconds" in capsys.readouterr().err

@@ -1,7 +1,13 @@
 """Warm capacity bench: each family's cheapest setting reaching 99% attainment with a placeholder pool of N.
 
     python -m simulations.warm_bench [--scenarios flash-crowd,azure-code] [--pools 0,1,2,4] [--workers 2]
+                                     [--cold-start cold] [--prestaged 10] [--at VALUE]
+                                     [--records runs.jsonl] [--from-records runs.jsonl]
                                      [--doc docs/benchmarks.md] [--plots docs/bench]
+
+`--cold-start` replays on another cold-start profile, `--prestaged` pre-stages the weights on warm slots (the
+median load from the node's disk), `--at` replays one main-knob value instead of searching; `--records`
+appends each job's record as it finishes and `--from-records` renders records without running.
 
 A warm pool is a fleet-level setting (`ClusterSpec.warm_slots`, simulations/lifecycle.py): N placeholders,
 warm at t = 0, kept at N for the whole run. Every family gets the same pool: an operator can run a fixed

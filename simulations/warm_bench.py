@@ -246,7 +246,7 @@ def section(records: Sequence[dict[str, Any]], command: str, plots: Sequence[Pat
     lines = ["## Warm capacity: placeholder pools with every family", "",
              f"Command: `{command}`  ",
              f"{len(records)} searches, {runs} request-level replays, {job_wall / 60:.0f} min of job wall time "
-             "summed over the jobs (2 workers on a shared, heavily loaded machine). "
+             "summed over the jobs (on a shared, at times heavily loaded machine). "
              "Each family's main knob is bisected for every pool size (quick brackets, no probe beyond the "
              "boundary); its behaviour knobs are fixed at the winners of the decision-quality bench above. A pool "
              "of N is N placeholders holding one replica's GPUs each, warm at t = 0 and replaced when a replica "

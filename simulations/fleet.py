@@ -269,7 +269,12 @@ class RequestFleet(LifecycleFacts):
             return 0
         pods = [PodLoad(str(k), True, float(loads[k]), ready_since=rep.life.ready_at, created=rep.life.requested_at)
                 for k, rep in enumerate(self._serving)]
-        costs = deletion_costs(pods, 1) if self.victims == "deletion-cost" else None
+        costs = None
+        if self.victims == "deletion-cost":
+            # Among equally loaded replicas, the one whose node other pods keep goes first (the image stays
+            # cached there for the next start: `Lifecycle.removal_key`, only with warm capacity on).
+            costs = {name: 2 * c + self.lifecycle.removal_key(self._serving[int(name)].life)
+                     for name, c in deletion_costs(pods, 1).items()}
         return int(replicaset_victims(pods, 1, costs)[0])
 
     def replica_counts(self, t: float) -> ReplicaCounts:

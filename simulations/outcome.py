@@ -30,6 +30,12 @@ class Outcome:
     # fleet does; the fluid model drains without a grace period and reports 0, not counted).
     aborted: float = 0.0
     aborted_counted: bool = False
+    # warm capacity (simulations/lifecycle.py): placeholders' share of gpu_hours; replica starts on a warm slot,
+    # on a cache (warm slot or a ready node with the image), or cold (a node boot or an image pull)
+    warm_gpu_hours: float = 0.0
+    warm_starts: int = 0
+    cache_hit_starts: int = 0
+    cold_starts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 6) if isinstance(v, float) and np.isfinite(v) else v) for k, v in asdict(self).items()}

@@ -94,3 +94,8 @@ class ClusterSpec(_Model):
     node_idle_removal_seconds: float = Field(
         600.0, ge=0, description="cluster-autoscaler scale-down-unneeded-time (default 10 min)"
     )
+    # Warm capacity (simulations/lifecycle.py; docs/warm-capacity-sim.md): a fixed pool any policy family can use.
+    warm_slots: int = Field(0, ge=0, description="placeholder pods kept warm (each holds one replica's GPUs)")
+    warm_weight_load_seconds: float | None = Field(
+        None, ge=0, description="median weight load on a warm slot whose weights are pre-staged on the node's "
+        "disk (the download is skipped); None: weights not pre-staged, the replica loads them as usual")

@@ -78,11 +78,13 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
     sr: list[int] = []
     sd: list[int] = []
     gpu_at_end: float | None = None
+    warm_at_end = 0.0
     t = 0.0
     while t <= stop:
         fleet.advance(t)
         if gpu_at_end is None and t >= end:
             gpu_at_end = fleet.gpu_seconds(end)
+            warm_at_end = fleet.lifecycle.warm_gpu_seconds(end)
         if t >= next_scrape:
             view.record(fleet.scrape(t))
             next_scrape += SCRAPE_INTERVAL_SECONDS
@@ -103,7 +105,11 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
     outcome = fleet.outcome(scenario.slo.ttft_seconds)
     if gpu_at_end is None:
         gpu_at_end = fleet.gpu_seconds(end)
-    outcome = replace(outcome, gpu_hours=gpu_at_end / 3600.0)
+        warm_at_end = fleet.lifecycle.warm_gpu_seconds(end)
+    starts = fleet.lifecycle.starts  # every start of the run, the drain included
+    outcome = replace(outcome, gpu_hours=gpu_at_end / 3600.0, warm_gpu_hours=warm_at_end / 3600.0,
+                      cache_hit_starts=starts["warm"] + starts["cached"], warm_starts=starts["warm"],
+                      cold_starts=starts["cold"])
     tt, tp = ttft_series(fleet)
     # attainment over the requests whose TTFT budget an idle replica meets (simulations/feasibility.py)
     if isinstance(fleet, RequestFleet):

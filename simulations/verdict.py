@@ -197,6 +197,12 @@ def verdict(scenario: Scenario, results: Sequence[RunResult]) -> str:
                          "that does: docs/benchmarks.md).")
         elif beaten:
             words.append(f"{', '.join(beaten)} met the goal for less than ours.")
+    starts = o.cache_hit_starts + o.cold_starts
+    if starts:
+        warm = (f" ({o.warm_starts} on a warm slot; the slots cost {o.warm_gpu_hours:.2f} GPU-h)"
+                if o.warm_gpu_hours else "")
+        words.append(f"Of its {starts} replica starts, {o.cache_hit_starts} hit a cache{warm} and "
+                     f"{o.cold_starts} waited for a node or an image pull.")
     if oracle is not None and oracle.outcome.gpu_hours > 0:
         words.append(f"The oracle, which knows every arrival and cold start in advance, reached "
                      f"{_percent(oracle.outcome.attainment)} with {oracle.outcome.gpu_hours:.2f} GPU-h; ours used "

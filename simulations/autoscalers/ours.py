@@ -6,6 +6,10 @@ policy's time-of-day floors apply to the trace's own dates.
 
 Its frontier knob (`simulations.autoscalers.registry`) is `capacity.targetUtilization`: the share of a
 replica's capacity the policy plans to use; `with_target_utilization` returns the policy with it changed.
+
+With `spec.warmCapacity.enabled`, each tick sets the fleet's placeholder pool to the decision's `warm_slots`
+within [minSlots, maxSlots] (`with_warm_pool` fixes it at N); the cluster facts tell the decision how many
+slots are warm now.
 """
 
 from __future__ import annotations
@@ -23,6 +27,13 @@ def with_target_utilization(policy: PolicySpec, utilization: float) -> PolicySpe
         raise ValueError(f"targetUtilization must be within (0, 1], not {utilization:g}")
     capacity = policy.capacity.model_copy(update={"target_utilization": utilization})
     return policy.model_copy(update={"capacity": capacity})
+
+
+def with_warm_pool(policy: PolicySpec, slots: int, weights_cache_path: str | None = None) -> PolicySpec:
+    """The policy with warm capacity on and its pool held at `slots` (minSlots = maxSlots), or off for 0."""
+    warm = policy.warm_capacity.model_copy(update={
+        "enabled": slots > 0, "min_slots": slots, "max_slots": slots, "weights_cache_path": weights_cache_path})
+    return policy.model_copy(update={"warm_capacity": warm})
 
 
 class Ours:
@@ -49,4 +60,7 @@ class Ours:
         result = decide(self.policy, signals, self.state, ctx.start_epoch + now, self._fcfg)
         self.state = result.state
         self.last_decision = result.decision
+        warm = self.policy.warm_capacity
+        if warm.enabled:  # the placeholder pool, as the controller keeps it (never below minSlots)
+            fleet.lifecycle.set_warm_slots(min(warm.max_slots, max(warm.min_slots, result.decision.warm_slots)), now)
         return result.decision.desired_replicas

@@ -123,9 +123,7 @@ def decide(
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
     hg = hedge(pr.forecast, policy.forecast.step_seconds, lead.high_seconds, policy.slo.quantile, dm.offered,
                cp.usable, state.hedge_cache, bursting(dm.waiting, replicas.ready, r.queue_time_p90_seconds, policy))
-    # Ready replicas drain a queue at what they demonstrably serve, at least their capacity at the SLO.
-    serving = max(cp.factor, dm.served / replicas.ready) if replicas.ready > 0 else cp.factor
-    re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, serving, cp.usable,
+    re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, cp.throughput, cp.usable,
                   ready_in(policy, replicas, state.coldstart, signals.cluster, lead))
     pn = panic(policy, r.queue_time_p90_seconds, r.ttft_p90_seconds, state.panic_until, now)
     b = binding({"predictive": pr.replicas, "hedge": hg.replicas, "reactive": re.replicas,

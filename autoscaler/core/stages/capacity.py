@@ -38,6 +38,7 @@ class Capacity:
     stats: CapacityStats  # per-replica throughput samples taken while a real queue stood
     slo: SloCapacity  # windows and misses per load bin
     factor: float  # capacity at the SLO as a factor of the prior
+    throughput: float  # what a ready replica drains a queue at (measured under a real queue), factor of the prior
     load_factor: float  # SLO feedback (>1: plan less load per replica)
     usable: float  # work one replica should carry
     settled_since: float | None  # since when nothing has been starting and no queue waited
@@ -95,10 +96,10 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
                      now - settled_since if settled_since is not None else 0.0)
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
-        return Capacity(stats, slo, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
+        return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
                         settled_since, steady_since)
     factor = slo.per_replica(policy.slo.quantile, PRIOR_SLO_SHARE, cap.learn_min_factor, cap.learn_max_factor)
     if len(stats.samples) >= MIN_SATURATED_SAMPLES:
         factor = min(factor, MAX_PLANNED_UTILIZATION * stats.factor(cap))
     usable = factor * min(1.0, cap.target_utilization / lf)
-    return Capacity(stats, slo, factor, lf, usable, settled_since, steady_since)
+    return Capacity(stats, slo, factor, stats.factor(cap), lf, usable, settled_since, steady_since)

@@ -1,8 +1,9 @@
 """Capacity: the work one replica should carry this tick.
 
 The capacity at the SLO (autoscaler/core/slo_capacity.py) is learned at every load level from clean
-windows: fresh metrics, nothing starting, the fleet at its desired size for a whole rate window (a window
-that includes a start or a stale scrape says nothing about what a settled replica can carry). A window
+windows: fresh metrics, nothing starting, the fleet at its desired size for a whole rate window and no
+queue left over from before it got there (a window that includes a start, a stale scrape or the drain of
+an earlier backlog says nothing about what a settled replica can carry). A window
 counts as missed when the SLO share fell short *and* requests queued: misses while nothing queues (an
 SLO prefill alone cannot meet) say nothing about load. The planned load is that capacity times the target
 utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin;
@@ -83,7 +84,11 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     ready = replicas.ready
     saturated = waiting >= SATURATED_WAITING_PER_REPLICA * max(1, ready) or (kv is not None and kv >= SATURATED_KV)
     stats = previous.observe(cap, served, ready) if saturated and learn else previous
-    steady_since = _since(not replicas.starting and ready >= replicas.desired > 0, previous_steady_since, now)
+    # A queue left from before the fleet reached its size drains through the next windows and its requests
+    # miss at whatever load the grown fleet carries: the steady clock starts only once no such queue stands.
+    steady = not replicas.starting and ready >= replicas.desired > 0
+    steady_since = _since(steady and (previous_steady_since is not None or not saturated), previous_steady_since,
+                          now)
     settled_since = _since(not replicas.starting and ready >= replicas.desired and waiting < 1.0,
                            previous_settled_since, now)
     attained = slo_attainment(policy, signals, stale)

@@ -340,3 +340,13 @@ def test_a_restored_history_is_carried_over_the_downtime() -> None:
     assert short.values == (2.0, 3.0, 3.0, 3.0, 3.0) and short.first_t_seconds == 660.0
     assert seed.carried_to(60.0 * 13, 86400.0) is seed  # nothing missing
     assert seed.carried_to(60.0 * 13 + 1e7, 86400.0) is seed  # longer than the history: starts over
+
+
+def test_the_steady_clock_waits_for_a_queue_left_from_before_the_fleet_grew() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    reps = ReplicaCounts(desired=4, ready=4)
+    inherited = _cap(pol, reps, 2.0, 100.0, 0.3)  # just reached its size, 25 waiting per replica
+    assert inherited.steady_since is None
+    assert _cap(pol, reps, 2.0, 0.0, 0.3).steady_since == 1000.0
+    # A queue that builds once the fleet is steady is overload at this load: the clock keeps running.
+    assert _cap(pol, reps, 2.0, 100.0, 0.3, steady=900.0).steady_since == 900.0

@@ -21,6 +21,7 @@ LOW, RATIO = 0.02, 1.08  # bin b covers loads [LOW * RATIO**b, LOW * RATIO**(b+1
 MAX_BIN = 120  # 0.02 × 1.08**120 ≈ 200 replica-equivalents per replica: far past any real load
 MAX_WEIGHT = 40.0  # windows one bin remembers (older ones fade in proportion)
 MIN_WINDOWS = 8.0  # a bin speaks only once it has seen this many windows (two minutes of 15-s ticks)
+OVER_MARGIN = 0.5  # a bin is over once its misses exceed the error budget by half again (noise near it is not)
 EXPLORE = 0.1  # with no bin over the knee, plan up to this much above the highest load seen to hold
 
 
@@ -59,8 +60,8 @@ class SloCapacity:
 
     def knee(self, quantile: float) -> tuple[float | None, float | None]:
         """(load where the SLO stops holding or None, highest load seen to hold or None)."""
-        over = next((lower_edge(i) for i, n, r, m in self.bins if n >= MIN_WINDOWS and 1.0 - m / r < quantile),
-                    None)
+        limit = quantile - OVER_MARGIN * (1.0 - quantile)
+        over = next((lower_edge(i) for i, n, r, m in self.bins if n >= MIN_WINDOWS and 1.0 - m / r < limit), None)
         held = [lower_edge(i + 1) for i, n, r, m in self.bins
                 if n >= MIN_WINDOWS and 1.0 - m / r >= quantile and (over is None or lower_edge(i) < over)]
         return over, (max(held) if held else None)

@@ -122,3 +122,9 @@ def test_bursting_needs_a_queue_per_replica_or_queue_time_over_budget() -> None:
     assert not bursting(3.0, 4, None, pol)
     assert bursting(4.0, 4, None, pol)
     assert bursting(0.0, 4, 5.0, pol) and not bursting(0.0, 4, 0.1, pol)
+
+
+def test_noise_within_half_the_budget_again_is_not_a_knee() -> None:
+    near = _seen((0.5, 1000, 12))  # 98.8% against a 99% SLO: noise near the target
+    assert near.knee(0.99) == (None, None)  # neither over nor proven to hold
+    assert _seen((0.5, 1000, 16)).knee(0.99)[0] == pytest.approx(lower_edge(bin_of(0.5) or 0))  # 98.4%: over

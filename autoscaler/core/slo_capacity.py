@@ -4,7 +4,8 @@ Each clean tick (fresh metrics, nothing starting, the fleet at its desired size 
 gives one point: the work each ready replica carried (replica-equivalents at the prior), how many requests
 the window judged and how many of them missed the SLO because of load. Points fall into log-spaced load
 bins (8% wide); each bin pools its windows' requests and misses. The knee is the lower edge of the lowest
-bin whose pooled attainment is below the SLO's quantile; below it the SLO held. With no bin over the knee
+bin whose pooled misses exceed the SLO's error budget by half again (OVER_MARGIN: the attainment of one
+minute of bursty traffic hovers around the target at any load, and that noise is no knee). With no bin over the knee
 yet, the fleet explores: it may plan a little above the highest load at which the SLO was seen to hold, so
 it learns it can run hotter instead of staying wherever the prior put it. Old evidence fades (each bin
 keeps at most MAX_WEIGHT windows), so a changed token mix or engine is relearned.

@@ -22,6 +22,7 @@ from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
 from autoscaler.core.stages.capacity import Capacity, capacity
 from autoscaler.core.stages.demand import Demand, demand
 from autoscaler.core.stages.feasibility import feasibility
+from autoscaler.core.stages.hedge import Hedge, bursting, hedge
 from autoscaler.core.stages.leaving import surge
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import Panic, panic
@@ -123,17 +124,20 @@ def decide(
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, r.kv_cache_usage, not r.unknown, state.capacity,
-                  state.load_factor, state.settled_since, now - prev_tick if prev_tick is not None else 0.0, now)
+                  state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
+                  now - prev_tick if prev_tick is not None else 0.0, now)
     cfg = forecast_cfg or forecast_config(policy)
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
-    re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, cp.factor, cp.usable,
+    hg = hedge(pr.forecast, policy.forecast.step_seconds, lead.high_seconds, policy.slo.quantile, dm.offered,
+               cp.usable, state.hedge_cache, bursting(dm.waiting, replicas.ready, r.queue_time_p90_seconds, policy))
+    re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, cp.throughput, cp.usable,
                   ready_in(policy, replicas, state.coldstart, signals.cluster, lead))
     # TTFT over the SLO while nothing queues is prefill, which more replicas do not shorten: no panic on it.
     ttft_p90 = None if prefill_bound(policy, signals, policy.metrics.staleness_seconds) else r.ttft_p90_seconds
     pn = panic(policy, r.queue_time_p90_seconds, ttft_p90, state.panic_until, now)
-    b = binding({"predictive": pr.replicas, "reactive": re.replicas, "concurrency": re.concurrency,
-                 "floor": floor}, top)
+    b = binding({"predictive": pr.replicas, "hedge": hg.replicas, "reactive": re.replicas,
+                 "concurrency": re.concurrency, "floor": floor}, top)
     stuck = stuck_unschedulable(policy, replicas)
     # A tick that cannot trust every signal it uses is no evidence for a scale-down: it recommends at
     # least the current count, like the missing-metrics path.
@@ -142,7 +146,7 @@ def decide(
                    current, recommended)
     decisions = since(state.decisions, now - _rate_limit_period(policy), now)
     components: dict[str, float] = {
-        **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), "reactive": re.replicas,
+        **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), **hg.explain(), "reactive": re.replicas,
         "concurrency": re.concurrency, "floor": floor, "max": top, "lead_time_high_s": round(lead.high_seconds, 1),
     }
 
@@ -161,7 +165,7 @@ def decide(
     if policy.warm_capacity.enabled:
         components.update(wm.explain())
 
-    next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn)
+    next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn, hg)
     share, why = feasibility(policy, signals)
     d = Decision(
         desired_replicas=desired,
@@ -185,7 +189,7 @@ def decide(
 
 
 def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, decisions: History, st: Stabilized,
-              dm: Demand, cp: Capacity, pr: Predictive, pn: Panic) -> CoreState:
+              dm: Demand, cp: Capacity, pr: Predictive, pn: Panic, hg: Hedge) -> CoreState:
     """The state the next tick starts from: what each stage wants to remember."""
     return replace(
         state,
@@ -196,7 +200,10 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
         forecast_step_seconds=policy.forecast.step_seconds if pr.forecast is not None else None,
         forecast_seed=None if pr.forecast is not None else state.forecast_seed,
         forecast_cache=pr.cache,
+        hedge_cache=hg.cache,
         capacity=cp.stats,
+        slo_capacity=cp.slo,
+        steady_since=cp.steady_since,
         last_waiting=(now, dm.waiting) if dm.waiting_known else None,
         last_growth=dm.growth,
         load_factor=cp.load_factor,

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats
 from autoscaler.core.forecast_seed import ForecastSeed
+from autoscaler.core.slo_capacity import SloCapacity
 from forecasting import ForecastState
 
 _log = logging.getLogger(__name__)
@@ -33,15 +34,19 @@ class CoreState:
     forecast_seed: ForecastSeed | None = None  # restored history, rebuilt into `forecast` at the next tick
     coldstart: ColdStartStats = field(default_factory=ColdStartStats)
     capacity: CapacityStats = field(default_factory=CapacityStats)
+    slo_capacity: SloCapacity = field(default_factory=SloCapacity)  # windows and misses per load bin
     last_waiting: tuple[float, float] | None = None  # (time, waiting sequences)
     last_growth: float = 0.0  # queue growth (sequences/s) seen at the previous tick
     load_factor: float = 1.0  # SLO feedback on the load planned per replica (>1: less load, <1: more)
     settled_since: float | None = None  # since when nothing has been starting and no queue waited
+    steady_since: float | None = None  # since when nothing has been starting and the fleet was at its size
     work_per_request: float | None = None  # EMA, replica-seconds per request
     last_tick: float | None = None
     # (bucket index, horizon in buckets, quantile, forecast): the forecast changes only when a bucket closes,
     # so ticks inside one bucket reuse it instead of paying for predict() again.
     forecast_cache: tuple[int, int, float, float] | None = None
+    # (history end index, horizon in buckets, quantile, headroom): the burst hedge, recomputed per bucket.
+    hedge_cache: tuple[int, int, float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,10 +56,12 @@ class CoreState:
             "forecast": self._seed_dict(),
             "coldStart": self.coldstart.to_dict(),
             "capacity": [round(x, 4) for x in self.capacity.samples],
+            "sloCapacity": self.slo_capacity.to_list(),
             "lastWaiting": list(self.last_waiting) if self.last_waiting else None,
             "lastGrowth": round(self.last_growth, 4),
             "loadFactor": round(self.load_factor, 4),
             "settledSince": self.settled_since,
+            "steadySince": self.steady_since,
             "workPerRequest": self.work_per_request,
             "lastTick": self.last_tick,
         }
@@ -86,10 +93,12 @@ class CoreState:
             forecast_seed=seed,
             coldstart=_read(d, "coldStart", lambda v: ColdStartStats.from_dict(v or {})),
             capacity=_read(d, "capacity", lambda v: CapacityStats(tuple(_number(x) for x in v or ()))),
+            slo_capacity=_read(d, "sloCapacity", SloCapacity.from_list),
             last_waiting=_read(d, "lastWaiting", lambda v: (_number(v[0]), _number(v[1])) if v else None),
             last_growth=_read(d, "lastGrowth", lambda v: _number(v or 0.0)),
             load_factor=_positive(d.get("loadFactor"), 1.0),
             settled_since=_read(d, "settledSince", _optional),
+            steady_since=_read(d, "steadySince", _optional),
             work_per_request=_read(d, "workPerRequest", _optional),
             last_tick=_read(d, "lastTick", _optional),
         )

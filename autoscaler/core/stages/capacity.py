@@ -1,49 +1,110 @@
 """Capacity: the work one replica should carry this tick.
 
-Learned capacity (a factor on the prior, learned only while saturated: a queue, or the KV cache full)
-times the planned utilization, which the SLO feedback lowers after misses and raises while the SLO
-holds with margin; never planned past 95% of what a replica can serve.
+The capacity at the SLO (autoscaler/core/slo_capacity.py) is learned at every load level from clean
+windows: fresh metrics, nothing starting, the fleet at its desired size for a whole rate window and no
+queue left over from before it got there (a window that includes a start, a stale scrape or the drain of
+an earlier backlog says nothing about what a settled replica can carry). A window
+counts as missed when the SLO share fell short *and* requests queued: misses while nothing queues (an
+SLO prefill alone cannot meet) say nothing about load. The planned load is that capacity times the target
+utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin;
+never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autoscaler.core.capacity import MIN_SAMPLES as MIN_SATURATED_SAMPLES
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.signals import ReplicaCounts, Signals
+from autoscaler.core.slo_capacity import SloCapacity
 from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment
 from autoscaler.policy import PolicySpec
 
 MAX_PLANNED_UTILIZATION = 0.95
 SATURATED_KV = 0.95
+# A real queue: this many sequences waiting per ready replica (vLLM counts a request as waiting until its
+# first step, so a handful waiting is normal at any load; a queue that long is throughput-bound).
+SATURATED_WAITING_PER_REPLICA = 4.0
+# Until measured, a replica is assumed to hold the SLO up to this share of its prior throughput.
+PRIOR_SLO_SHARE = 0.8
+# A window is clean once the fleet has been steady this long: the rate window (60 s) plus a scrape.
+STEADY_SECONDS = 75.0
+# Queue time that counts as queueing, as a share of the TTFT SLO (or the queue-time SLO itself).
+QUEUED_SHARE_OF_TTFT = 0.1
 
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    stats: CapacityStats  # learned per-replica throughput samples
-    factor: float  # learned capacity as a factor of the prior
+    stats: CapacityStats  # per-replica throughput samples taken while a real queue stood
+    slo: SloCapacity  # windows and misses per load bin
+    factor: float  # capacity at the SLO as a factor of the prior
+    throughput: float  # what a ready replica drains a queue at (measured under a real queue), factor of the prior
     load_factor: float  # SLO feedback (>1: plan less load per replica)
     usable: float  # work one replica should carry
     settled_since: float | None  # since when nothing has been starting and no queue waited
+    steady_since: float | None  # since when nothing has been starting and the fleet was at its desired size
 
     def explain(self) -> dict[str, float]:
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4)}
 
 
+def queued(policy: PolicySpec, signals: Signals, waiting: float, stale: float) -> bool:
+    """Whether requests queued in this window: more than the SLO's miss budget waited noticeably."""
+    h = signals.queue_time_histogram
+    slo = policy.slo
+    limit = slo.queue_time_seconds if slo.queue_time_seconds is not None else QUEUED_SHARE_OF_TTFT * (
+        slo.ttft_seconds or 0.0)
+    if h is not None and h.age_seconds <= stale and h.total > 0 and limit > 0:
+        share = h.share_within(limit)
+        return share is not None and share < slo.quantile
+    return waiting >= 1.0
+
+
+def judged(policy: PolicySpec, signals: Signals) -> float:
+    """Requests the window's SLO share was taken over (the larger histogram's count)."""
+    hists = (signals.ttft_histogram if policy.slo.ttft_seconds is not None else None,
+             signals.queue_time_histogram if policy.slo.queue_time_seconds is not None else None)
+    return max((h.total for h in hists if h is not None), default=0.0)
+
+
+def _since(steady: bool, previous: float | None, now: float) -> float | None:
+    # A start in the future means the clock went backwards: from now on.
+    if not steady:
+        return None
+    return min(previous, now) if previous is not None else now
+
+
 def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, served: float, waiting: float,
-             kv: float | None, learn: bool, previous: CapacityStats, previous_load_factor: float,
-             previous_settled_since: float | None, since_last_tick: float, now: float) -> Capacity:
+             kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
+             previous_load_factor: float, previous_settled_since: float | None,
+             previous_steady_since: float | None, since_last_tick: float, now: float) -> Capacity:
     cap = policy.capacity
-    saturated = waiting >= 1.0 or (kv is not None and kv >= SATURATED_KV)
-    stats = previous.observe(cap, served, replicas.ready) if saturated and learn else previous
-    factor = stats.factor(cap)
-    settled = not replicas.starting and replicas.ready >= replicas.desired and waiting < 1.0
-    # A start in the future means the clock went backwards: settled from now on.
-    settled_since = None
-    if settled:
-        settled_since = min(previous_settled_since, now) if previous_settled_since is not None else now
-    attained = slo_attainment(policy, signals, policy.metrics.staleness_seconds) if cap.slo_feedback.enabled else None
-    lf = load_factor(policy, attained, previous_load_factor, since_last_tick,
+    stale = policy.metrics.staleness_seconds
+    ready = replicas.ready
+    saturated = waiting >= SATURATED_WAITING_PER_REPLICA * max(1, ready) or (kv is not None and kv >= SATURATED_KV)
+    stats = previous.observe(cap, served, ready) if saturated and learn else previous
+    # A queue left from before the fleet reached its size drains through the next windows and its requests
+    # miss at whatever load the grown fleet carries: the steady clock starts only once no such queue stands.
+    steady = not replicas.starting and ready >= replicas.desired > 0
+    steady_since = _since(steady and (previous_steady_since is not None or not saturated), previous_steady_since,
+                          now)
+    settled_since = _since(not replicas.starting and ready >= replicas.desired and waiting < 1.0,
+                           previous_settled_since, now)
+    attained = slo_attainment(policy, signals, stale)
+    slo = previous_slo
+    if (cap.learn and learn and attained is not None and ready > 0 and steady_since is not None
+            and now - steady_since >= STEADY_SECONDS):
+        requests = judged(policy, signals)
+        missed = (1.0 - attained) * requests if queued(policy, signals, waiting, stale) else 0.0
+        slo = slo.observe(served / ready, requests, missed)
+    lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
                      now - settled_since if settled_since is not None else 0.0)
-    usable = factor * min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf)
-    return Capacity(stats, factor, lf, usable, settled_since)
+    if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
+        return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
+                        settled_since, steady_since)
+    factor = slo.per_replica(policy.slo.quantile, PRIOR_SLO_SHARE, cap.learn_min_factor, cap.learn_max_factor)
+    if len(stats.samples) >= MIN_SATURATED_SAMPLES:
+        factor = min(factor, MAX_PLANNED_UTILIZATION * stats.factor(cap))
+    usable = factor * min(1.0, cap.target_utilization / lf)
+    return Capacity(stats, slo, factor, stats.factor(cap), lf, usable, settled_since, steady_since)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats, LeadTime
 from autoscaler.core.decide import forecast_config
 from autoscaler.core.reason import Reason
-from autoscaler.core.signals import ClusterFacts, ReplicaCounts, Signals, StartingReplica
+from autoscaler.core.signals import ClusterFacts, LatencyHistogram, ReplicaCounts, Signals, StartingReplica
+from autoscaler.core.slo_capacity import SloCapacity
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.capacity import capacity
+from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity
 from autoscaler.core.stages.demand import DEFAULT_GENERATION_TOKENS, demand, queue_growth, work_per_request
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import panic
@@ -64,18 +67,61 @@ def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -
 
 
 # capacity
-def test_capacity_learns_only_while_saturated_and_caps_planned_utilization() -> None:
+def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0):  # type: ignore[no-untyped-def]
+    return capacity(pol, signals or Signals(), reps, served, waiting, kv, learn, CapacityStats(), slo or SloCapacity(),
+                    1.0, None, steady, 15.0, now)
+
+
+def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_utilization() -> None:
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
     reps = ReplicaCounts(desired=4, ready=4)
-    idle = capacity(pol, Signals(), reps, 8.0, 0.0, 0.3, True, CapacityStats(), 1.0, None, 15.0, 1000.0)
-    assert idle.stats.samples == () and idle.usable == 0.95 and idle.settled_since == 1000.0
-    busy = capacity(pol, Signals(), reps, 8.0, 50.0, 0.3, True, CapacityStats(), 1.0, None, 15.0, 1000.0)
+    idle = _cap(pol, reps, 8.0, 0.0, 0.3)
+    assert idle.stats.samples == () and idle.settled_since == 1000.0 and idle.steady_since == 1000.0
+    assert idle.usable == PRIOR_SLO_SHARE  # nothing measured: the prior's share at the SLO
+    assert _cap(pol, reps, 8.0, 5.0, 0.3).stats.samples == ()  # a handful waiting is vLLM at any load
+    busy = _cap(pol, reps, 8.0, 50.0, 0.3)
     assert busy.stats.samples == (2.0,) and busy.settled_since is None
-    full_kv = capacity(pol, Signals(), reps, 8.0, 0.0, 0.97, True, CapacityStats(), 1.0, None, 15.0, 1000.0)
-    assert full_kv.stats.samples == (2.0,)
-    assert capacity(pol, Signals(), reps, 8.0, 50.0, 0.3, False, CapacityStats(), 1.0, None, 15.0, 1000.0
-                    ).stats.samples == ()
-    assert busy.explain() == {"capacity_factor": 1.0, "load_factor": 1.0}
+    assert _cap(pol, reps, 8.0, 0.0, 0.97).stats.samples == (2.0,)
+    assert _cap(pol, reps, 8.0, 50.0, 0.3, learn=False).stats.samples == ()
+    off = policy(capacity={"learn": False, "targetUtilization": 1.0})
+    assert _cap(off, reps, 8.0, 0.0, 0.3).usable == 0.95  # the prior as stated, never past 95%
+
+
+def _hist(total: float, within: float, bound: float = 2.0) -> LatencyHistogram:
+    return LatencyHistogram((bound, float("inf")), (within, total), age_seconds=5.0)
+
+
+def test_capacity_at_the_slo_is_learned_only_from_clean_windows() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    reps = ReplicaCounts(desired=4, ready=4)
+    sig = Signals(ttft_histogram=_hist(100.0, 100.0), queue_time_histogram=_hist(100.0, 100.0, 0.2))
+    # Steady long enough: one window at load 0.5 per replica, none missed.
+    ok = _cap(pol, reps, 2.0, 0.0, 0.3, steady=900.0, signals=sig)
+    assert ok.slo.bins and ok.slo.bins[0][1:] == (1.0, 100.0, 0.0)
+    # Just after a change (window includes it), while replicas start, or with stale metrics: nothing learned.
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, steady=990.0, signals=sig).slo.bins == ()
+    starting = ReplicaCounts(desired=5, ready=4, starting=(StartingReplica("warmup", 10.0),))
+    assert _cap(pol, starting, 2.0, 0.0, 0.3, steady=900.0, signals=sig).slo.bins == ()
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, learn=False, steady=900.0, signals=sig).slo.bins == ()
+
+
+def test_misses_count_against_a_load_only_when_requests_queued() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    reps = ReplicaCounts(desired=4, ready=4)
+    infeasible = Signals(ttft_histogram=_hist(100.0, 90.0), queue_time_histogram=_hist(100.0, 100.0, 0.2))
+    loaded = Signals(ttft_histogram=_hist(100.0, 90.0), queue_time_histogram=_hist(100.0, 90.0, 0.2))
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, steady=900.0, signals=infeasible).slo.bins[0][3] == 0.0
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, steady=900.0, signals=loaded).slo.bins[0][3] == pytest.approx(10.0)
+
+
+def test_planned_load_follows_the_learned_knee() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    reps = ReplicaCounts(desired=4, ready=4)
+    slo = SloCapacity()
+    for _ in range(10):
+        slo = slo.observe(0.6, 1000.0, 0.0).observe(0.75, 1000.0, 50.0)
+    got = _cap(pol, reps, 2.0, 0.0, 0.3, slo=slo)
+    assert got.factor == pytest.approx(slo.knee(0.99)[0]) and 0.7 < got.usable < 0.75
 
 
 def test_load_factor_rises_on_misses_only_once_settled_and_relaxes_with_margin() -> None:
@@ -294,3 +340,13 @@ def test_a_restored_history_is_carried_over_the_downtime() -> None:
     assert short.values == (2.0, 3.0, 3.0, 3.0, 3.0) and short.first_t_seconds == 660.0
     assert seed.carried_to(60.0 * 13, 86400.0) is seed  # nothing missing
     assert seed.carried_to(60.0 * 13 + 1e7, 86400.0) is seed  # longer than the history: starts over
+
+
+def test_the_steady_clock_waits_for_a_queue_left_from_before_the_fleet_grew() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    reps = ReplicaCounts(desired=4, ready=4)
+    inherited = _cap(pol, reps, 2.0, 100.0, 0.3)  # just reached its size, 25 waiting per replica
+    assert inherited.steady_since is None
+    assert _cap(pol, reps, 2.0, 0.0, 0.3).steady_since == 1000.0
+    # A queue that builds once the fleet is steady is overload at this load: the clock keeps running.
+    assert _cap(pol, reps, 2.0, 100.0, 0.3, steady=900.0).steady_since == 900.0

@@ -1,0 +1,130 @@
+"""Capacity at the SLO (per load bin) and the burst hedge from history, each on its own."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.core import CoreState
+from autoscaler.core.slo_capacity import EXPLORE, MAX_WEIGHT, MIN_WINDOWS, SloCapacity, bin_of, lower_edge
+from autoscaler.core.stages.hedge import DEFAULT_HEADROOM, MIN_BUCKETS, bursting, hedge, rise_quantile
+from forecasting import ForecastConfig, new_state, observe
+
+from .helpers import policy
+
+
+def _seen(*points: tuple[float, float, float], times: int = 10) -> SloCapacity:
+    s = SloCapacity()
+    for _ in range(times):
+        for load, req, missed in points:
+            s = s.observe(load, req, missed)
+    return s
+
+
+def test_the_knee_is_the_lowest_load_whose_pooled_attainment_misses() -> None:
+    s = _seen((0.4, 1000, 0), (0.6, 1000, 2), (0.8, 1000, 50), (1.0, 1000, 300))
+    over, held = s.knee(0.99)
+    assert over == pytest.approx(lower_edge(bin_of(0.8) or 0))
+    assert held == pytest.approx(lower_edge((bin_of(0.6) or 0) + 1))
+    assert s.per_replica(0.99, 1.0, 0.5, 2.0) == pytest.approx(over)  # measured beats the prior
+
+
+def test_with_no_miss_seen_it_explores_a_little_above_the_highest_load_that_held() -> None:
+    s = _seen((1.2, 1000, 0))
+    held = lower_edge((bin_of(1.2) or 0) + 1)
+    assert s.per_replica(0.99, 0.8, 0.5, 2.0) == pytest.approx(held * (1 + EXPLORE))
+    assert _seen((0.3, 1000, 0)).per_replica(0.99, 0.8, 0.5, 2.0) == 0.8  # low load says nothing new
+    assert SloCapacity().per_replica(0.99, 0.8, 0.5, 2.0) == 0.8
+
+
+def test_a_bin_speaks_only_after_enough_windows_and_old_evidence_fades() -> None:
+    few = _seen((0.8, 1000, 500), times=int(MIN_WINDOWS) - 1)
+    assert few.knee(0.99) == (None, None)
+    s = _seen((0.8, 1000, 500), times=100)
+    (_, n, r, m), = s.bins
+    assert n == MAX_WEIGHT and m / r == pytest.approx(0.5)
+    # Later clean windows at the same load outweigh the old misses.
+    for _ in range(200):
+        s = s.observe(0.8, 1000, 0)
+    assert s.knee(0.99)[0] is None
+
+
+def test_absurd_points_are_ignored() -> None:
+    s = SloCapacity()
+    for load, req, missed in ((float("nan"), 10, 0), (0.0, 10, 0), (1.0, 0, 0), (1.0, 10, 11), (float("inf"), 1, 0)):
+        assert s.observe(load, req, missed) == s
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.01, 50), st.floats(1, 1e5), st.floats(0, 1)), max_size=40))
+def test_round_trips_through_json_and_stays_within_bounds(points: list[tuple[float, float, float]]) -> None:
+    s = SloCapacity()
+    for load, req, share in points:
+        s = s.observe(load, req, req * share)
+    back = SloCapacity.from_list(json.loads(json.dumps(s.to_list())))
+    assert [b[0] for b in back.bins] == [b[0] for b in s.bins]
+    assert 0.5 <= back.per_replica(0.99, 0.8, 0.5, 2.0) <= 2.0
+
+
+@pytest.mark.parametrize("bad", ["x", [[1, 2]], [[-1, 1, 1, 0]], [[1, 1, 1, 2]], [[1, 0, 1, 0]], [[1.5, 1, 1, 0]],
+                                 [[1, float("nan"), 1, 0]]])
+def test_unreadable_stored_bins_name_the_problem(bad: object) -> None:
+    with pytest.raises(ValueError):
+        SloCapacity.from_list(bad)
+
+
+def test_core_state_keeps_what_capacity_learned_across_a_restart() -> None:
+    state = CoreState(slo_capacity=_seen((0.7, 500, 1)), steady_since=123.0)
+    back = CoreState.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert back.slo_capacity.to_list() == state.slo_capacity.to_list() and back.steady_since == 123.0
+    with pytest.raises(ValueError, match="sloCapacity"):
+        CoreState.from_dict({**state.to_dict(), "sloCapacity": [[1, 1, 1, 5]]})
+
+
+# hedge
+def test_rise_quantile_sees_jumps_within_the_horizon_and_nothing_in_flat_traffic() -> None:
+    flat = np.full(200, 10.0)
+    assert rise_quantile(flat, 5, 0.99) == 0.0
+    jumps = flat.copy()
+    jumps[50:70] = 15.0  # +50% for 20 buckets
+    jumps[120:140] = 15.0
+    assert 0.3 < (rise_quantile(jumps, 5, 0.99) or 0) <= 0.5  # of the 5-bucket mean: sustained jumps
+    assert rise_quantile(jumps, 5, 0.5) == 0.0  # most of the time nothing rises
+    assert rise_quantile(flat[:MIN_BUCKETS - 1], 5, 0.99) is None  # too little history
+
+
+def test_gaps_in_the_traffic_are_no_level_to_rise_from() -> None:
+    x = np.full(300, 10.0)
+    x[100:130] = 0.0
+    assert rise_quantile(x, 5, 0.99) == 0.0
+
+
+def test_hedge_plans_current_demand_plus_the_historical_rise_only_when_the_queue_says_burst() -> None:
+    cfg = ForecastConfig(method="last", step_seconds=60.0, history_seconds=86400.0)
+    fc = new_state(cfg)
+    for i in range(200):
+        fc = observe(cfg, fc, i * 60.0 + 1, 15.0 if 50 <= i % 100 < 70 else 10.0)
+    calm = hedge(fc, 60.0, 300.0, 0.99, 10.0, 1.0, None, burst=False)
+    assert calm.replicas == 0 and 0.3 < calm.headroom <= 0.5
+    on = hedge(fc, 60.0, 300.0, 0.99, 10.0, 1.0, calm.cache, burst=True)
+    assert on.replicas == math.ceil(10 * (1 + calm.headroom)) and on.cache == calm.cache
+    none = hedge(None, 60.0, 300.0, 0.99, 10.0, 1.0, None, burst=True)
+    assert none.headroom == DEFAULT_HEADROOM and none.replicas == 10
+
+
+def test_bursting_needs_a_queue_per_replica_or_queue_time_over_budget() -> None:
+    pol = policy()
+    assert not bursting(3.0, 4, None, pol)
+    assert bursting(4.0, 4, None, pol)
+    assert bursting(0.0, 4, 5.0, pol) and not bursting(0.0, 4, 0.1, pol)
+
+
+def test_noise_within_half_the_budget_again_is_not_a_knee() -> None:
+    near = _seen((0.5, 1000, 12))  # 98.8% against a 99% SLO: noise near the target
+    assert near.knee(0.99) == (None, None)  # neither over nor proven to hold
+    assert _seen((0.5, 1000, 16)).knee(0.99)[0] == pytest.approx(lower_edge(bin_of(0.5) or 0))  # 98.4%: over

@@ -42,7 +42,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -271,10 +271,13 @@ class RequestFleet(LifecycleFacts):
                 for k, rep in enumerate(self._serving)]
         costs = None
         if self.victims == "deletion-cost":
-            # Among equally loaded replicas, the one whose node other pods keep goes first (the image stays
-            # cached there for the next start: `Lifecycle.removal_key`, only with warm capacity on).
-            costs = {name: 2 * c + self.lifecycle.removal_key(self._serving[int(name)].life)
-                     for name, c in deletion_costs(pods, 1).items()}
+            # With warm capacity on, among equally loaded replicas the one whose node other pods keep goes
+            # first (`Lifecycle.removal_key`; the controller's rule, autoscaler.core.victims).
+            warm = self.lifecycle.keeps_nodes_warm
+            if warm:
+                pods = [replace(p, node_shared=self.lifecycle.removal_key(self._serving[k].life) == 0)
+                        for k, p in enumerate(pods)]
+            costs = deletion_costs(pods, 1, keep_nodes_warm=warm)
         return int(replicaset_victims(pods, 1, costs)[0])
 
     def replica_counts(self, t: float) -> ReplicaCounts:

@@ -383,6 +383,11 @@ class Lifecycle:
         alive = sum((now - p.placed_at) * p.gpus for p in self.placeholders if p.node is not None)
         return self._warm_seconds_done + alive
 
+    @property
+    def keeps_nodes_warm(self) -> bool:
+        """Whether scale-down prefers freeing GPUs on nodes that stay (warm capacity on)."""
+        return bool(self.warm_target or self.placeholders)
+
     def removal_key(self, life: ReplicaLife) -> int:
         """Scale-down preference with warm capacity on (lower goes first): free GPUs on a node that other
         pods keep, where the image stays cached for the next start, before emptying a node the cluster

@@ -64,8 +64,9 @@ def unsupported(target: object) -> str | None:
     return f"deletionCost: unsupported for {kind} ({why})"
 
 
-def _pod_load(pod: Mapping[str, Any], inflight: float | None) -> PodLoad:
+def _pod_load(pod: Mapping[str, Any], inflight: float | None, per_node: Mapping[str, int] | None = None) -> PodLoad:
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    node = spec.get("nodeName")
     ready_since = None
     for c in (pod.get("status") or {}).get("conditions") or ():
         if c.get("type") == "Ready" and c.get("status") == "True":
@@ -77,6 +78,7 @@ def _pod_load(pod: Mapping[str, Any], inflight: float | None) -> PodLoad:
         assigned=bool(spec.get("nodeName")),
         ready_since=ready_since,
         created=parse_time(meta.get("creationTimestamp")) or 0.0,
+        node_shared=None if per_node is None or not node else per_node.get(str(node), 0) > 1,
     )
 
 
@@ -143,12 +145,19 @@ class DeletionCoster:
             return self._status("NotNeeded", f"deletionCost: not needed: {len(active)} pods, {desired} stay", now)
         names = {str((p.get("metadata") or {}).get("name")): (p.get("status") or {}).get("podIP") for p in active}
         inflight = pod_inflight(self.source, policy, names, now, policy.spec.metrics.staleness_seconds)
-        loads = [_pod_load(p, inflight.get(str((p.get("metadata") or {}).get("name")))) for p in active]
+        # Pods of the target per node (warm placeholders are not visible here: a node they share counts as
+        # the target's alone, which only makes the choice more conservative).
+        per_node: dict[str, int] = {}
+        for p in active:
+            node = (p.get("spec") or {}).get("nodeName")
+            if node:
+                per_node[str(node)] = per_node.get(str(node), 0) + 1
+        loads = [_pod_load(p, inflight.get(str((p.get("metadata") or {}).get("name"))), per_node) for p in active]
         if not any(p.inflight is not None for p in loads if p.ready):
             return self._status(
                 "Skipped", "deletionCost: not set: no ready pod's in-flight requests are known "
                 "(per-pod metrics missing or stale)", now)
-        costs = deletion_costs(loads, remove)
+        costs = deletion_costs(loads, remove, keep_nodes_warm=policy.spec.warm_capacity.enabled)
         patched, failed, skipped = self._apply(policy.metadata.namespace, active, costs)
         victims = replicaset_victims(loads, remove, costs)
         shown = ", ".join(f"{v} ({_fmt(inflight.get(v))})" for v in victims[:5])

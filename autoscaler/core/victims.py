@@ -41,6 +41,8 @@ class PodLoad:
     assigned: bool = True  # has a node
     ready_since: float | None = None  # when it last became Ready (None: not ready / unknown)
     created: float = 0.0
+    # Whether other pods (replicas or warm placeholders) keep its node when it goes; None: unknown.
+    node_shared: bool | None = None
 
 
 def cost_of(inflight: float | None) -> int:
@@ -51,13 +53,27 @@ def cost_of(inflight: float | None) -> int:
     return min(UNKNOWN_COST - 1, max(0, math.ceil(inflight)))
 
 
-def deletion_costs(pods: Sequence[PodLoad], remove: int) -> dict[str, int]:
+def deletion_costs(pods: Sequence[PodLoad], remove: int, keep_nodes_warm: bool = False) -> dict[str, int]:
     """Deletion cost per pod name so that removing `remove` replicas removes the pods with the fewest
     in-flight requests (after the not-ready ones, which the ReplicaSet removes first anyway). Empty when
-    nothing is removed or every pod goes (then the choice does not matter and no pod needs a patch)."""
+    nothing is removed or every pod goes (then the choice does not matter and no pod needs a patch).
+
+    `keep_nodes_warm` (spec.warmCapacity on): among pods with equal in-flight requests, one whose node other
+    pods keep goes first, so the scale-down frees GPUs on nodes that stay (their image and weights stay
+    cached for the next start) rather than emptying a node the cluster autoscaler would then remove."""
     if remove <= 0 or remove >= len(pods):
         return {}
-    return {p.name: cost_of(p.inflight) for p in pods}
+    if not keep_nodes_warm:
+        return {p.name: cost_of(p.inflight) for p in pods}
+    return {p.name: _warm_cost(p) for p in pods}
+
+
+def _warm_cost(p: PodLoad) -> int:
+    base = cost_of(p.inflight)
+    if base == UNKNOWN_COST:
+        return UNKNOWN_COST
+    alone = 0 if p.node_shared else 1  # unknown counts as alone: keep it (its node may empty)
+    return min(UNKNOWN_COST - 1, 2 * base + alone)
 
 
 def _rank_key(p: PodLoad, cost: int) -> tuple[object, ...]:

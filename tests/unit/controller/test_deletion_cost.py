@@ -184,3 +184,21 @@ def test_no_cost_is_set_when_the_decisions_metrics_are_not_fresh(api):
     out = coster.before_write(pol, target, pods, 4, 2, False, True, time.time())
     assert out is not None and out["state"] == "Skipped" and "not fresh" in out["message"]
     assert coster.before_write(pol, target, pods, 4, 5, True, True, time.time()) is None  # a scale-up
+
+
+def test_with_warm_capacity_equal_load_ties_go_to_pods_whose_node_stays(kube, api):
+    """spec.warmCapacity on: of two equally busy pods, the one sharing its node with another replica gets the
+    lower cost (its node stays, and with it the cached image); the lone pod's node would empty."""
+    for n in ("gpu-1", "gpu-2", "gpu-3"):
+        add_gpu_node(kube, n)
+    add_deployment(kube, replicas=4, ready=0)
+    for i, node in enumerate(("gpu-1", "gpu-2", "gpu-2", "gpu-3")):
+        p = pod(f"llama-{i}", "models", {"app": "llama"}, created_ago=600 + i, node=node)
+        p["status"]["podIP"] = f"10.0.0.{i + 1}"
+        kube.put("", "pods", p, kind="Pod")
+    add_policy(kube, scaleDown=SCALE_DOWN, warmCapacity={"enabled": True, "maxSlots": 0})
+    loads = {0: (2, 0), 1: (2, 0), 2: (9, 0), 3: (0, 0)}  # llama-0 alone on gpu-1, llama-1 shares gpu-2
+    _scale_down(api, PerPodSource(loads))
+    costs = {k: int(v) for k, v in _costs(kube).items() if v is not None}
+    assert costs["llama-3"] < costs["llama-1"] < costs["llama-0"] < costs["llama-2"]
+    assert status_of(kube)["deletionCost"]["victims"] == ["llama-3", "llama-1"]

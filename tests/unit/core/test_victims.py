@@ -98,3 +98,15 @@ def test_default_ranking_removes_not_ready_then_the_most_recently_ready():
     # with our costs: the starting pod still goes first, then the idle one, not the newest
     assert replicaset_victims(pods, 2, deletion_costs(pods, 2)) == ["starting", "old"]
     assert replicaset_victims(pods, 0) == []
+
+
+def test_keeping_nodes_warm_breaks_ties_toward_pods_whose_node_stays() -> None:
+    """With warm capacity on, among equally busy pods the one sharing its node goes first (the node and its
+    cached image stay); a busier pod is still never preferred, and unknown stays the most expensive."""
+    pods = [PodLoad("alone", True, 2.0, node_shared=False), PodLoad("shared", True, 2.0, node_shared=True),
+            PodLoad("idle-alone", True, 0.0, node_shared=False), PodLoad("unknown", True, None, node_shared=True)]
+    plain = deletion_costs(pods, 2)
+    assert plain["alone"] == plain["shared"]
+    warm = deletion_costs(pods, 2, keep_nodes_warm=True)
+    assert warm["idle-alone"] < warm["shared"] < warm["alone"] < warm["unknown"]
+    assert replicaset_victims(pods, 2, warm) == ["idle-alone", "shared"]

@@ -35,15 +35,14 @@ import numpy as np
 from autoscaler.core import ClusterFacts, ReplicaCounts
 from autoscaler.policy import PolicySpec
 from autoscaler.policy_loader import load_policy_file
-from simulations.autoscalers.base import Autoscaler, Context
+from simulations.autoscalers.base import Autoscaler
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.static import Static
 from simulations.engine_step import Engine
 from simulations.fleet import RequestFleet
 from simulations.lifecycle import Lifecycle, Node
-from simulations.metrics_view import MetricsView
-from simulations.runner import RATE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS
-from simulations.scenario import Scenario, build_workload, bundled_path, load_scenario, start_epoch
+from simulations.runner import Loop
+from simulations.scenario import Scenario, build_workload, bundled_path, load_scenario
 from simulations.trace import Trace
 
 WINDOW_AFTER_EVICTION_SECONDS = 900.0
@@ -160,11 +159,8 @@ def drill(scenario: Scenario, workload: Trace, autoscaler: Autoscaler, cordon_at
     fleet = DrainFleet(workload, scenario.serving, scenario.cold_start_profile, scenario.cluster,
                        initial_replicas=autoscaler.initial_replicas(scenario.initial_replicas), seed=scenario.seed,
                        per_replica_histograms=False, sees_leaving=sees_leaving)
-    view = MetricsView(SCRAPE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS)
-    ctx = Context(view, fleet, start_epoch(scenario, workload.start_epoch), scenario.min_replicas,
-                  scenario.max_replicas)
+    loop = Loop(scenario, workload, fleet, autoscaler)
     end = workload.duration_seconds
-    next_scrape, next_tick = 0.0, autoscaler.interval_seconds
     on_node, evicted_at, min_ready = 0, None, 1 << 30
     t = 0.0
     while t <= end:
@@ -176,18 +172,11 @@ def drill(scenario: Scenario, workload: Trace, autoscaler: Autoscaler, cordon_at
             if due:
                 fleet.evict(t)
                 evicted_at = t
-        if t >= next_scrape:
-            view.record(fleet.scrape(t))
-            next_scrape += SCRAPE_INTERVAL_SECONDS
-        if t >= next_tick:
-            desired = autoscaler.tick(t, ctx)
-            if desired is not None and desired != fleet.target:
-                fleet.set_target(desired, t)
-            next_tick += autoscaler.interval_seconds
+        loop.act(t)
         window_end = (evicted_at if evicted_at is not None else end) + WINDOW_AFTER_EVICTION_SECONDS
         if cordon_at <= t <= window_end:
             min_ready = min(min_ready, fleet.ready_replicas)
-        t = min(next_scrape, next_tick)
+        t = loop.next_event
     fleet.advance(end)
     gpu_hours = fleet.gpu_seconds(end) / 3600.0
     fleet.advance(end + 3600.0)  # let the last requests finish
@@ -234,21 +223,11 @@ def _size_at(scenario: Scenario, workload: Trace, policy: PolicySpec, at: float)
     fleet = DrainFleet(workload, scenario.serving, scenario.cold_start_profile, scenario.cluster,
                        initial_replicas=ours.initial_replicas(scenario.initial_replicas), seed=scenario.seed,
                        per_replica_histograms=False)
-    view = MetricsView(SCRAPE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS)
-    ctx = Context(view, fleet, start_epoch(scenario, workload.start_epoch), scenario.min_replicas,
-                  scenario.max_replicas)
-    next_scrape, next_tick, t = 0.0, ours.interval_seconds, 0.0
+    loop, t = Loop(scenario, workload, fleet, ours), 0.0
     while t < at:
         fleet.advance(t)
-        if t >= next_scrape:
-            view.record(fleet.scrape(t))
-            next_scrape += SCRAPE_INTERVAL_SECONDS
-        if t >= next_tick:
-            desired = ours.tick(t, ctx)
-            if desired is not None and desired != fleet.target:
-                fleet.set_target(desired, t)
-            next_tick += ours.interval_seconds
-        t = min(next_scrape, next_tick)
+        loop.act(t)
+        t = loop.next_event
     return fleet.target
 
 

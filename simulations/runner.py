@@ -60,6 +60,35 @@ def duration_of(workload: Trace | BinnedWorkload) -> float:
     return workload.duration_seconds
 
 
+class Loop:
+    """The replay's clock, shared by every replay (the bench's runs, the drain drill): the fleet is scraped
+    every SCRAPE_INTERVAL_SECONDS into a Prometheus-like view, and the autoscaler decides every interval
+    on what that view holds; its decision becomes the fleet's target."""
+
+    def __init__(self, scenario: Scenario, workload: Trace | BinnedWorkload, fleet: RequestFleet | FluidFleet,
+                 autoscaler: Autoscaler) -> None:
+        self.fleet, self.autoscaler = fleet, autoscaler
+        self.view = MetricsView(SCRAPE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS)
+        self.ctx = Context(self.view, fleet, start_epoch(scenario, workload.start_epoch), scenario.min_replicas,
+                           scenario.max_replicas)
+        self.next_scrape, self.next_tick = 0.0, autoscaler.interval_seconds
+
+    def act(self, t: float) -> None:
+        """Scrape and decide if either is due at `t` (the fleet has been advanced to `t`)."""
+        if t >= self.next_scrape:
+            self.view.record(self.fleet.scrape(t))
+            self.next_scrape += SCRAPE_INTERVAL_SECONDS
+        if t >= self.next_tick:
+            desired = self.autoscaler.tick(t, self.ctx)
+            if desired is not None and desired != self.fleet.target:
+                self.fleet.set_target(desired, t)
+            self.next_tick += self.autoscaler.interval_seconds
+
+    @property
+    def next_event(self) -> float:
+        return min(self.next_scrape, self.next_tick)
+
+
 def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autoscaler, setting: str = "",
         series_every_seconds: float = SCRAPE_INTERVAL_SECONDS) -> RunResult:
     wall0 = time.perf_counter()
@@ -67,13 +96,10 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
     fleet = make_fleet(scenario, workload, initial)
     if isinstance(fleet, RequestFleet):
         fleet.victims = victim_rule(autoscaler)  # which replicas a scale-down removes (docs/scale-down.md)
-    view = MetricsView(SCRAPE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS)
-    epoch = start_epoch(scenario, workload.start_epoch)
-    ctx = Context(view, fleet, epoch, scenario.min_replicas, scenario.max_replicas)
+    loop = Loop(scenario, workload, fleet, autoscaler)
     end = duration_of(workload)
     stop = end + DRAIN_SECONDS
-    interval = autoscaler.interval_seconds
-    next_scrape, next_tick, next_series = 0.0, interval, 0.0
+    next_series = 0.0
     st: list[float] = []
     sr: list[int] = []
     sd: list[int] = []
@@ -85,14 +111,7 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
         if gpu_at_end is None and t >= end:
             gpu_at_end = fleet.gpu_seconds(end)
             warm_at_end = fleet.lifecycle.warm_gpu_seconds(end)
-        if t >= next_scrape:
-            view.record(fleet.scrape(t))
-            next_scrape += SCRAPE_INTERVAL_SECONDS
-        if t >= next_tick:
-            desired = autoscaler.tick(t, ctx)
-            if desired is not None and desired != fleet.target:
-                fleet.set_target(desired, t)
-            next_tick += interval
+        loop.act(t)
         if t >= next_series and t <= end:
             st.append(t)
             sr.append(fleet.ready_replicas)
@@ -100,7 +119,7 @@ def run(scenario: Scenario, workload: Trace | BinnedWorkload, autoscaler: Autosc
             next_series += series_every_seconds
         if t >= end and fleet.in_flight <= 0:
             break
-        t = min(next_scrape, next_tick)
+        t = loop.next_event
     fleet.advance(max(t, fleet.now))
     outcome = fleet.outcome(scenario.slo.ttft_seconds)
     if gpu_at_end is None:

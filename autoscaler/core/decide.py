@@ -123,8 +123,8 @@ def decide(
         return _missing_metrics(policy, state, now, current, floor, top, lead, r, signals)
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
-    cp = capacity(policy, signals, replicas, dm.served, dm.waiting, r.kv_cache_usage, not r.unknown, state.capacity,
-                  state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
+    cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
+                  state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
                   now - prev_tick if prev_tick is not None else 0.0, now)
     cfg = forecast_cfg or forecast_config(policy)
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,

@@ -218,6 +218,16 @@ def test_stabilize_without_history_counts_the_current_count_as_recommended() -> 
     assert s.value == 8 and s.recommendations == ((400.0, 8), (400.0, 3))
 
 
+def test_stabilize_holds_only_the_sustained_part_of_a_recommendation() -> None:
+    # This tick asks for 12 (a queue to drain) of which 7 is sustained: 12 now, only 7 remembered.
+    s = stabilize(((300.0, 5),), 400.0, 600.0, 15.0, current=5, raw=12, held=7)
+    assert s.value == 12 and s.recommendations == ((400.0, 7),)
+    # Next tick the queue has drained: the window holds 7, not 12.
+    assert stabilize(s.recommendations, 415.0, 600.0, 15.0, current=12, raw=4, held=4).value == 7
+    # `held` above `raw` is clamped to it.
+    assert stabilize((), 400.0, 600.0, 15.0, current=3, raw=4, held=9).recommendations[-1] == (400.0, 4)
+
+
 # rate limit
 def test_scale_up_steps_from_the_lowest_count_of_the_period() -> None:
     pol = policy(scaleUp={"maxStepReplicas": 2, "maxStepPercent": 50, "periodSeconds": 30})

@@ -123,8 +123,8 @@ def decide(
         return _missing_metrics(policy, state, now, current, floor, top, lead, r, signals)
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
-    cp = capacity(policy, signals, replicas, dm.served, dm.waiting, r.kv_cache_usage, not r.unknown, state.capacity,
-                  state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
+    cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
+                  state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
                   now - prev_tick if prev_tick is not None else 0.0, now)
     cfg = forecast_cfg or forecast_config(policy)
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
@@ -142,8 +142,12 @@ def decide(
     # A tick that cannot trust every signal it uses is no evidence for a scale-down: it recommends at
     # least the current count, like the missing-metrics path.
     recommended = b.raw if not r.unknown else min(top, max(b.raw, current))
+    # The window holds the sustained recommendation (forecast, or the reactive level without one; concurrency;
+    # floor); replicas for this tick's queue (reactive drain, hedge) are not held once it has drained.
+    level = pr.replicas if policy.forecast.enabled else re.replicas
+    held = recommended if r.unknown else min(recommended, max(level, re.concurrency, floor))
     st = stabilize(state.recommendations, now, stabilization_window_seconds(policy, lead), policy.interval_seconds,
-                   current, recommended)
+                   current, recommended, held)
     decisions = since(state.decisions, now - _rate_limit_period(policy), now)
     components: dict[str, float] = {
         **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), **hg.explain(), "reactive": re.replicas,

@@ -76,14 +76,20 @@ def _since(steady: bool, previous: float | None, now: float) -> float | None:
 
 
 def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, served: float, waiting: float,
-             kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
+             backlog: float, kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
              previous_load_factor: float, previous_settled_since: float | None,
              previous_steady_since: float | None, since_last_tick: float, now: float) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
     saturated = waiting >= SATURATED_WAITING_PER_REPLICA * max(1, ready) or (kv is not None and kv >= SATURATED_KV)
-    stats = previous.observe(cap, served, ready) if saturated and learn else previous
+    # Throughput equals capacity only under a queue that makes requests wait for capacity: one holding at
+    # least the SLO's queue budget of the fleet's service. A long `waiting` count alone is no such queue
+    # (vLLM counts a request as waiting until its first step; at several requests a second per replica a
+    # few are always waiting), and served/ready under it is a utilisation, not a capacity.
+    throughput_bound = (kv is not None and kv >= SATURATED_KV) or (
+        saturated and backlog >= policy.slo.queue_budget_seconds * served)
+    stats = previous.observe(cap, served, ready) if throughput_bound and learn else previous
     # A queue left from before the fleet reached its size drains through the next windows and its requests
     # miss at whatever load the grown fleet carries: the steady clock starts only once no such queue stands.
     steady = not replicas.starting and ready >= replicas.desired > 0

@@ -1,5 +1,10 @@
 """Stabilize: scale down only to the highest recommendation over a window at least as long as a cold start.
 
+The window remembers the sustained part of each recommendation (the forecast's, the concurrency limit's,
+the floor's); replicas ordered for this tick's queue (reactive, hedge) count in their own tick only, so
+once the queue has drained they are released at the scale-down rate instead of being held for a whole
+window: the forecast, which saw the burst, says whether demand stays.
+
 With no remembered recommendation inside the window after a break in the ticks (first tick, a restart
 without state, or state whose newest recommendation is older than the window and more than a few
 intervals old: downtime, a clock jump, a tick that came very late) the current count counts as
@@ -66,9 +71,11 @@ def remember_extremes(pairs: History, t: float, value: int) -> History:
 
 
 def stabilize(recommendations: History, now: float, window_seconds: float, interval_seconds: float, current: int,
-              raw: int) -> Stabilized:
+              raw: int, held: int | None = None) -> Stabilized:
+    """The highest recommendation in the window. `held` (default `raw`; never above it) is the part of this
+    tick's recommendation the window remembers; the rest of `raw` counts for this tick only."""
     past = since(recommendations, now - window_seconds, now)
     if not past and not (recommendations and now - recommendations[-1][0] <= BREAK_INTERVALS * interval_seconds):
         past = ((now, current),)
-    recs = remember_max(past, now, raw)
-    return Stabilized(max(r for _, r in recs), recs)
+    recs = remember_max(past, now, raw if held is None else min(raw, held))
+    return Stabilized(max(raw, max(r for _, r in recs)), recs)

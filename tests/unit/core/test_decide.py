@@ -193,9 +193,20 @@ def test_capacity_is_learned_while_saturated() -> None:
     pol = policy(capacity={"learn": True})
     state = CoreState()
     for t in range(30):
-        state = run(pol, signals(work=8.0, desired=4, waiting=50.0), state, now=float(t * 15)).state
+        # 200 waiting at 80 requests/s: 2.5 s of the fleet's service, over the 1-s queue budget.
+        state = run(pol, signals(work=8.0, desired=4, waiting=200.0), state, now=float(t * 15)).state
     # 4 replicas serve 8 replica-equivalents: capacity is 2× the prior (bounded by learnMaxFactor=2).
     assert state.capacity.factor(pol.capacity) > 1.5
+
+
+def test_a_queue_shorter_than_the_queue_budget_is_no_throughput_sample() -> None:
+    # 50 waiting at 80 requests/s drain in 0.6 s: requests wait for the next engine step, not for capacity,
+    # and served/ready is then a utilisation (here 2×), not what a replica can carry.
+    pol = policy(capacity={"learn": True})
+    state = CoreState()
+    for t in range(30):
+        state = run(pol, signals(work=8.0, desired=4, waiting=50.0), state, now=float(t * 15)).state
+    assert state.capacity.samples == ()
 
 
 def test_state_round_trips_through_a_dict() -> None:

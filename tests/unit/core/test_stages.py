@@ -67,9 +67,11 @@ def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -
 
 
 # capacity
-def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0):  # type: ignore[no-untyped-def]
-    return capacity(pol, signals or Signals(), reps, served, waiting, kv, learn, CapacityStats(), slo or SloCapacity(),
-                    1.0, None, steady, 15.0, now)
+def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0,  # type: ignore[no-untyped-def]
+         backlog=None):
+    # backlog: the queue in work units (default: one replica-second per waiting sequence)
+    return capacity(pol, signals or Signals(), reps, served, waiting, waiting if backlog is None else backlog, kv,
+                    learn, CapacityStats(), slo or SloCapacity(), 1.0, None, steady, 15.0, now)
 
 
 def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_utilization() -> None:
@@ -81,6 +83,9 @@ def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_uti
     assert _cap(pol, reps, 8.0, 5.0, 0.3).stats.samples == ()  # a handful waiting is vLLM at any load
     busy = _cap(pol, reps, 8.0, 50.0, 0.3)
     assert busy.stats.samples == (2.0,) and busy.settled_since is None
+    # 50 waiting that the fleet serves in 0.5 s (under the 1-s queue budget): requests wait for the next
+    # engine step, not for capacity, so served/ready is a utilisation, not a throughput sample.
+    assert _cap(pol, reps, 8.0, 50.0, 0.3, backlog=4.0).stats.samples == ()
     assert _cap(pol, reps, 8.0, 0.0, 0.97).stats.samples == (2.0,)
     assert _cap(pol, reps, 8.0, 50.0, 0.3, learn=False).stats.samples == ()
     off = policy(capacity={"learn": False, "targetUtilization": 1.0})
@@ -211,6 +216,16 @@ def test_stabilize_takes_the_highest_recommendation_in_the_window() -> None:
 def test_stabilize_without_history_counts_the_current_count_as_recommended() -> None:
     s = stabilize((), 400.0, 300.0, 15.0, current=8, raw=3)
     assert s.value == 8 and s.recommendations == ((400.0, 8), (400.0, 3))
+
+
+def test_stabilize_holds_only_the_sustained_part_of_a_recommendation() -> None:
+    # This tick asks for 12 (a queue to drain) of which 7 is sustained: 12 now, only 7 remembered.
+    s = stabilize(((300.0, 5),), 400.0, 600.0, 15.0, current=5, raw=12, held=7)
+    assert s.value == 12 and s.recommendations == ((400.0, 7),)
+    # Next tick the queue has drained: the window holds 7, not 12.
+    assert stabilize(s.recommendations, 415.0, 600.0, 15.0, current=12, raw=4, held=4).value == 7
+    # `held` above `raw` is clamped to it.
+    assert stabilize((), 400.0, 600.0, 15.0, current=3, raw=4, held=9).recommendations[-1] == (400.0, 4)
 
 
 # rate limit

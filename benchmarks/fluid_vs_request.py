@@ -6,9 +6,10 @@ read, and what a policy family gets on each.
     python benchmarks/fluid_vs_request.py family diurnal-peak static 17
 
 `gauges` scrapes both fleets every 15 s (as the controller's Prometheus would) and prints, per minute,
-waiting, running, the p90 queue time and p90 TTFT the metrics view derives, then the share of requests per
-queue-time bucket. `family` replays one setting on both and prints attainment and GPU-hours
-(docs/vllm-replica-model.md, "Fluid and request-level", has the numbers these produced).
+waiting, running, the p90 queue time and p90 TTFT the metrics view derives, preemptions in the minute and
+completions per second, then the share of requests per queue-time bucket. `family` replays one setting
+on both and prints attainment and GPU-hours (docs/vllm-replica-model.md, "Fluid and request-level", has
+the numbers these produced).
 """
 
 from __future__ import annotations
@@ -29,16 +30,24 @@ def gauges(trace: str, replicas: int, minutes: int) -> None:
     fleets = {"request": make_fleet(sc, tr, replicas), "fluid": make_fleet(sc, tr.binned(sc.bin_seconds), replicas)}
     views = {k: MetricsView() for k in fleets}
     print(f"{trace}, static {replicas}: request-level | fluid")
-    print(f"{'t':>5}  {'waiting':>13}  {'running':>13}  {'queue p90 s':>13}  {'TTFT p90 s':>13}")
+    print(f"{'t':>5}  {'waiting':>13}  {'running':>13}  {'queue p90 s':>13}  {'TTFT p90 s':>13}  "
+          f"{'preempt/min':>13}  {'done/s':>13}")
     end = min(tr.duration_seconds, minutes * 60.0)
+    last: dict[str, tuple[float, float]] = {k: (0.0, 0.0) for k in fleets}
     for t in np.arange(0.0, end, SCRAPE_INTERVAL_SECONDS):
-        for k, f in fleets.items():
-            views[k].record(f.scrape(float(t)))
+        samples = {k: f.scrape(float(t)) for k, f in fleets.items()}
+        for k, s in samples.items():
+            views[k].record(s)
         if t > 0 and t % 60 == 0:
             a, b = (views[k].signals(float(t)) for k in ("request", "fluid"))
+            # vllm:num_preemptions_total and vllm:request_success_total over the minute
+            rates = {k: (s.preemptions - last[k][0], (s.request_success - last[k][1]) / 60.0)
+                     for k, s in samples.items()}
+            last = {k: (s.preemptions, s.request_success) for k, s in samples.items()}
             cells = [(a.waiting.value, b.waiting.value), (a.running.value, b.running.value),
                      (a.queue_time_p90_seconds.value, b.queue_time_p90_seconds.value),
-                     (a.ttft_p90_seconds.value, b.ttft_p90_seconds.value)]
+                     (a.ttft_p90_seconds.value, b.ttft_p90_seconds.value),
+                     (rates["request"][0], rates["fluid"][0]), (rates["request"][1], rates["fluid"][1])]
             print(f"{t:5.0f}  " + "  ".join(f"{_f(x):>6}|{_f(y):<6}" for x, y in cells))
     print("share of requests per queue-time bucket (upper bound, s): request-level | fluid")
     shares = {k: np.asarray(f.queue_h.counts) / max(1.0, float(sum(f.queue_h.counts))) for k, f in fleets.items()}

@@ -12,19 +12,23 @@ samples of the diurnal and ServeGen scenarios' workloads and the Azure conv 30-m
   Caveats: without a scale-down delay, deep in overload (attainment 40–75 %, far below the target either
   way) the gap reaches 15 points; and cost can differ where attainment agrees (ServeGen m-large peak,
   target 100, delay 600: 7.2 GPU-h request-level vs 5.2 fluid).
+- `static`: at the bench's settings and one replica below the 99 % edge (gaps ≤ 1.1 points). Where the fleet
+  is short of the peak, the running set fills the KV cache and vLLM preempts by recompute; the fluid redoes
+  the same prompt work (`FluidFleet._redo`: its preemption count within 30 % of the engine's, tested).
+  Over a whole ServeGen m-mid day, 11 replicas: 98.05 % request-level, 98.71 % fluid (99.12 % before: the
+  wrong verdict). Caveat: two replicas short of the diurnal peak, with a standing queue for 10 minutes, it is
+  8 points optimistic (16 replicas: 40.7 % request-level, 48.7 % fluid; 15: 23.4 / 31.4), the same "misses"
+  verdict; one short of the edge in ServeGen m-mid's worst window, 4.6 points (84.0 / 88.6).
 
 It does **not** agree for (docs/vllm-replica-model.md, "Fluid and request-level", has the numbers):
-- `static` near its capacity edge: where the fleet is a few percent short of the peak, the running set
-  fills the KV cache and vLLM preempts (recompute: ~450 preemptions a minute, ~4 % of the compute redone, on
-  the diurnal peak at 17 replicas); the fluid caps admission at the mean KV footprint and redoes nothing, so
-  it is optimistic there (17 replicas: 89.8 % request-level vs 96.2 % fluid; 16: 40.7 % vs 64.6 %). The
-  bench's bisection probes exactly that edge.
-- `hpa` and `keda`: their searched signal is mostly p90 queue time, whose tail on a real engine comes from
-  arrivals queued behind long prompts' prefill chunks (11 % of Azure conv requests wait > 0.3 s at 8
-  replicas, 0.4 % in the pooled fluid), so they scale differently (Azure conv, KEDA on p90 queue time 0.42 s,
-  the bench's setting: 99.4 % request-level vs 92.9 % fluid); on `waiting` and `running` they swing between
-  few and many replicas under overload and the swing's phase follows small differences in the gauges (gaps
-  up to 20 points at attainments below 95 %).
+- `hpa` and `keda`: at the bench's settings their attainment now agrees on all four traces (≤ 0.7 points)
+  but the fleets they buy do not (GPU-hours 13–73 % apart: HPA on `running` 32 on the diurnal peak 16.9
+  request-level vs 14.7 fluid; on Azure conv at p90 queue time 0.42 s, HPA 5.9 vs 9.1 and KEDA 5.4 vs 9.3).
+  Their queue-time signal's tail on a real engine comes from arrivals bunched within a second queuing behind
+  each other's prefill (9 % of Azure conv requests wait > 0.3 s at 8 replicas, none in the fluid, whose 1-s
+  bins spread each second's arrivals), so the fluid KEDA scales down where the real one holds, then
+  saturates and overshoots; on `waiting` and `running` they swing between few and many replicas under
+  overload and the swing's phase follows small differences in the gauges.
 Those families must be scored request-level; where the bench cannot (multi-day fluid scenarios), its
 report labels their rows as not validated.
 """
@@ -42,7 +46,7 @@ from simulations.trace import BinnedWorkload, Trace
 Mode = Literal["fluid", "request"]
 
 # families whose fluid attainment is held within 2 points of request-level by the agreement test
-FLUID_AGREES: frozenset[str] = frozenset({"ours", "oracle", "kpa"})
+FLUID_AGREES: frozenset[str] = frozenset({"ours", "oracle", "kpa", "static"})
 FAMILIES: tuple[str, ...] = ("ours", "static", "hpa", "keda", "kpa", "oracle")
 
 

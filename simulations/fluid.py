@@ -11,7 +11,15 @@ whole fleet and one bin (default 1 s) at a time, with the load spread evenly ove
 3. a request is scheduled (leaves WAITING) when its prompt's first chunk is in a step, and has its first
    token when its last chunk is done; admission stops while the running sequences fill `max_num_seqs` or
    the KV cache (tokens per running sequence: mean prompt + half the mean output);
-4. decodes emit one token per step each; completions = tokens / mean remaining decode length.
+4. decodes emit one token per step each; completions = tokens / mean remaining decode length;
+5. at a full KV cache vLLM preempts (recompute): admission fills what completions free, FCFS, until the
+   head of WAITING does not fit, so the blocks left free are short of a prompt; a step whose decodes need
+   new blocks (batch / block size of them) when no request completed in the step before
+   (e^(−batch / mean decode length), completions per step being Poisson) and the leftover is short of that
+   growth preempts the newest running request, whose prompt is computed again. The head that does not fit
+   is length-biased (a long prompt fails to fit more often), so the leftover is short of the growth g with
+   chance E[min(prompt, g)] / E[prompt]: per step e^(−batch / mean decode) · E[min(prompt, batch)] prompt
+   tokens are redone (their share of the step's budget is lost to useful prefill), counted as preemptions.
 
 Latency comes from cumulative curves: arrivals A(t) and scheduled requests S(t) (in prompt-token order:
 a request is scheduled when the prefill pointer plus the chunks in flight reach it). The k-th request
@@ -76,6 +84,8 @@ class FluidFleet(LifecycleFacts):
         ps = workload.prompt_sample
         os_ = workload.output_sample
         self.mean_prompt = float(np.mean(ps))
+        self._sorted_prompts: list[float] = np.sort(np.maximum(ps, 1.0)).tolist()
+        self._prompt_prefix: list[float] = np.concatenate([[0.0], np.cumsum(self._sorted_prompts)]).tolist()
         self._mean_prompt_sq = max(1.0, float(np.mean(ps * ps)))
         self.mean_decode = max(1e-9, float(np.mean(np.maximum(os_ - 1.0, 0.0))))
         self.immediate_share = float(np.mean(os_ <= 1.0))  # requests that finish at their first token
@@ -118,6 +128,7 @@ class FluidFleet(LifecycleFacts):
         self.prompt_total = 0.0
         self.gen_total = 0.0
         self.success_total = 0.0
+        self.preempt_total = 0.0  # preemptions (recompute) at a full KV cache, vllm:num_preemptions_total
         self.queue_h = Histogram(REQUEST_LATENCY_BUCKETS)
         self.ttft_h = Histogram(TTFT_BUCKETS)
         self.scale_events = 0
@@ -144,8 +155,10 @@ class FluidFleet(LifecycleFacts):
         pf_n, pf_tok, dec = self.prefill_n, self.prefill_tokens, self.decoding
         done_x = self.processed_tokens
         prompt_total, gen_total, success = self.prompt_total, self.gen_total, self.success_total
+        preempt = self.preempt_total
         ttft_obs, queue_obs = self.ttft_h.observe, self.queue_h.observe
         ready_heap = self._ready_heap
+        kv_bound = self.seqs_per_replica < self.serving.max_num_seqs
         b = self._bin
         while b < last:
             t0 = b * dt
@@ -166,14 +179,18 @@ class FluidFleet(LifecycleFacts):
                 adm_tok = waiting_p * adm / waiting if waiting > 0 else 0.0
                 avail = (pf_tok + adm_tok) / n  # prefill tokens per replica
                 room = budget - batch if budget > batch else 0.0
+                # recompute per step (prompt tokens redone by preempted requests) when the KV cache is full
+                redo = self._redo(batch) if kv_bound and waiting > slots else 0.0
                 if dec > 0:
-                    steps = (dt - avail * cp) / step0
-                    if steps <= 0 or avail > steps * room:  # saturated: every step carries a full budget
+                    steps = (dt - avail * cp) / (step0 + redo * cp)
+                    if steps <= 0 or avail > steps * (room - redo):  # saturated: every step a full budget
                         steps = dt / (step0 + room * cp)
-                        x = steps * room
+                        x = steps * (room - redo if room > redo else 0.0)
                         sat_step[b], sat_room[b] = step0 + room * cp, room
                     else:
                         x = avail
+                    if redo > 0 and steps > 0:
+                        preempt += n * steps * redo / mean_p
                     chunk = x / steps if steps > 0 else 0.0
                 else:
                     x_max = dt / (base / budget + cp)  # full-budget prefill steps for the whole bin
@@ -286,6 +303,7 @@ class FluidFleet(LifecycleFacts):
         self.prefill_n, self.prefill_tokens, self.decoding = pf_n, pf_tok, dec
         self.processed_tokens = done_x
         self.prompt_total, self.gen_total, self.success_total = prompt_total, gen_total, success
+        self.preempt_total = preempt
         self.in_flight = waiting + pf_n + dec + sum(e[0] for e in self._drain_pool)
         self.now = max(self.now, t_end)
         if self._drain_pool:
@@ -362,7 +380,7 @@ class FluidFleet(LifecycleFacts):
             ttft_counts=tuple(self.ttft_h.counts), running=running, waiting=waiting,
             kv_cache_usage=min(1.0, running * self.tokens_per_request / (n * self.serving.kv_cache_tokens))
             if n else 0.0,
-            reporting_replicas=n,
+            reporting_replicas=n, preemptions=self.preempt_total,
         )
 
     def _cohorts(self, slo_ttft_seconds: float) -> dict[str, np.ndarray]:
@@ -443,6 +461,18 @@ class FluidFleet(LifecycleFacts):
         return np.arange(n) * step, p90
 
     # ---- internals --------------------------------------------------------------------------------
+    def _redo(self, batch: float) -> float:
+        """Prompt tokens recomputed per step of a replica whose KV cache is full (see the module docstring):
+        the chance that a step frees no blocks (no completion: e^(-batch / mean decode length)) while what
+        admission left free is short of the decodes' growth (batch tokens), times the victim's prompt."""
+        return math.exp(-batch / self.mean_decode) * self._mean_min_prompt(batch)
+
+    def _mean_min_prompt(self, g: float) -> float:
+        """E[min(prompt, g)] over the workload's prompt sample."""
+        p = self._sorted_prompts
+        i = bisect_left(p, g)
+        return (self._prompt_prefix[i] + g * (len(p) - i)) / len(p)
+
     def _became_ready(self, life: ReplicaLife) -> None:
         if life in self._starting:
             self._starting.remove(life)

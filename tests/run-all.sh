@@ -3,7 +3,7 @@
 # extras, Debian's Prometheus, a real helm, the Kubernetes control plane built with the Go toolchain and
 # cached), checks lint and types, then runs every test. Extra arguments go to pytest.
 # Needs beforehand: Python >= 3.10 with pip, Go >= 1.24, npm and unzip, root (apt-get) for Prometheus.
-# Cold (nothing cached) about 40-50 min on 2 cores, most of it the one-time control-plane build; warm ~10 min.
+# Cold (nothing cached) about 40-50 min on 2 cores, most of it the one-time control-plane build; warm ~13 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 began=$SECONDS
@@ -34,7 +34,7 @@ step "ruff" "lint (seconds)"
 python3 -m ruff check .
 step "mypy" "types (~1 min cold, seconds warm)"
 python3 -m mypy autoscaler forecasting simulations
-step "pytest" "unit, integration and end-to-end tests (~10 min on 2 cores)"
+step "pytest" "unit, integration and end-to-end tests (~13 min on 2 cores)"
 python3 -m pytest tests "$@"
 finish_step
 total=$((SECONDS - began))

@@ -128,3 +128,19 @@ def test_noise_within_half_the_budget_again_is_not_a_knee() -> None:
     near = _seen((0.5, 1000, 12))  # 98.8% against a 99% SLO: noise near the target
     assert near.knee(0.99) == (None, None)  # neither over nor proven to hold
     assert _seen((0.5, 1000, 16)).knee(0.99)[0] == pytest.approx(lower_edge(bin_of(0.5) or 0))  # 98.4%: over
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1e4, allow_nan=False), min_size=8, max_size=300), st.integers(1, 40))
+def test_window_statistics_are_exactly_the_sliding_views(values: list[float], k: int) -> None:
+    """The hedge's window min/mean/max equal numpy's sliding-window view reductions bit for bit (the
+    replays' results must not move for a speed-up)."""
+    from autoscaler.core.stages.hedge import _window_max, _window_mean, _window_min
+
+    x = np.asarray(values)
+    if k > len(x):
+        k = len(x)
+    view = np.lib.stride_tricks.sliding_window_view(x, k)
+    assert np.array_equal(_window_max(x, k), view.max(axis=1))
+    assert np.array_equal(_window_min(x, k), view.min(axis=1))
+    assert np.array_equal(_window_mean(x, k), view.mean(axis=1))

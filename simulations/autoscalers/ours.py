@@ -60,7 +60,6 @@ class Ours:
         result = decide(self.policy, signals, self.state, ctx.start_epoch + now, self._fcfg)
         self.state = result.state
         self.last_decision = result.decision
-        warm = self.policy.warm_capacity
-        if warm.enabled:  # the placeholder pool, as the controller keeps it (never below minSlots)
-            fleet.lifecycle.set_warm_slots(min(warm.max_slots, max(warm.min_slots, result.decision.warm_slots)), now)
+        if self.policy.warm_capacity.enabled:  # the placeholder pool, as the controller keeps it
+            fleet.lifecycle.set_warm_slots(result.decision.warm_slots, now)
         return result.decision.desired_replicas

@@ -67,11 +67,11 @@ class SloCapacity:
                 if n >= MIN_WINDOWS and 1.0 - m / r >= quantile and (over is None or lower_edge(i) < over)]
         return over, (max(held) if held else None)
 
-    def per_replica(self, quantile: float, prior: float, lo: float, hi: float) -> float:
-        """Work one replica carries at the SLO: the knee, or (none found yet) the prior, raised to a little
-        above the highest load seen to hold; always within [lo, hi]."""
+    def per_replica(self, quantile: float, prior: float, lo: float, hi: float, explore: float = EXPLORE) -> float:
+        """Work one replica carries at the SLO: the knee, or (none found yet) the prior, raised to `explore`
+        above the highest load seen to hold (negative: that much below it); always within [lo, hi]."""
         over, held = self.knee(quantile)
-        value = prior if held is None else max(prior, held * (1.0 + EXPLORE))
+        value = prior if held is None else max(prior, held * (1.0 + explore))
         if over is not None:
             value = over
         return min(hi, max(lo, value))

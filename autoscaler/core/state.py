@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats
 from autoscaler.core.forecast_seed import ForecastSeed
+from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
 from forecasting import ForecastState
 
@@ -38,6 +39,7 @@ class CoreState:
     last_waiting: tuple[float, float] | None = None  # (time, waiting sequences)
     last_growth: float = 0.0  # queue growth (sequences/s) seen at the previous tick
     load_factor: float = 1.0  # SLO feedback on the load planned per replica (>1: less load, <1: more)
+    slo_budget: SloBudget = field(default_factory=SloBudget)  # every window's requests and misses, faded
     settled_since: float | None = None  # since when nothing has been starting and no queue waited
     steady_since: float | None = None  # since when nothing has been starting and the fleet was at its size
     work_per_request: float | None = None  # EMA, replica-seconds per request
@@ -57,6 +59,7 @@ class CoreState:
             "coldStart": self.coldstart.to_dict(),
             "capacity": [round(x, 4) for x in self.capacity.samples],
             "sloCapacity": self.slo_capacity.to_list(),
+            "sloBudget": self.slo_budget.to_list(),
             "lastWaiting": list(self.last_waiting) if self.last_waiting else None,
             "lastGrowth": round(self.last_growth, 4),
             "loadFactor": round(self.load_factor, 4),
@@ -94,6 +97,7 @@ class CoreState:
             coldstart=_read(d, "coldStart", lambda v: ColdStartStats.from_dict(v or {})),
             capacity=_read(d, "capacity", lambda v: CapacityStats(tuple(_number(x) for x in v or ()))),
             slo_capacity=_read(d, "sloCapacity", SloCapacity.from_list),
+            slo_budget=_read(d, "sloBudget", SloBudget.from_list),
             last_waiting=_read(d, "lastWaiting", lambda v: (_number(v[0]), _number(v[1])) if v else None),
             last_growth=_read(d, "lastGrowth", lambda v: _number(v or 0.0)),
             load_factor=_positive(d.get("loadFactor"), 1.0),

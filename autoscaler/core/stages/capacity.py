@@ -8,6 +8,8 @@ counts as missed when the SLO share fell short *and* requests queued: misses whi
 SLO prefill alone cannot meet) say nothing about load. The planned load is that capacity times the target
 utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin;
 never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood.
+With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
+error budget over hours (autoscaler/core/slo_budget.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 from autoscaler.core.capacity import MIN_SAMPLES as MIN_SATURATED_SAMPLES
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.signals import ReplicaCounts, Signals
-from autoscaler.core.slo_capacity import SloCapacity
+from autoscaler.core.slo_budget import SloBudget
+from autoscaler.core.slo_capacity import EXPLORE, SloCapacity
 from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment
 from autoscaler.policy import PolicySpec
 
@@ -44,9 +47,12 @@ class Capacity:
     usable: float  # work one replica should carry
     settled_since: float | None  # since when nothing has been starting and no queue waited
     steady_since: float | None  # since when nothing has been starting and the fleet was at its desired size
+    budget: SloBudget  # every window's requests and misses, faded: may the capacity explore upward?
+    explore: float  # how far past the highest load seen to hold the capacity was planned
 
     def explain(self) -> dict[str, float]:
-        return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4)}
+        return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
+                "capacity_explore": round(self.explore, 4)}
 
 
 def queued(policy: PolicySpec, signals: Signals, waiting: float, stale: float) -> bool:
@@ -78,7 +84,8 @@ def _since(steady: bool, previous: float | None, now: float) -> float | None:
 def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, served: float, waiting: float,
              backlog: float, kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
              previous_load_factor: float, previous_settled_since: float | None,
-             previous_steady_since: float | None, since_last_tick: float, now: float) -> Capacity:
+             previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
+             now: float) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
@@ -98,6 +105,9 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     settled_since = _since(not replicas.starting and ready >= replicas.desired and waiting < 1.0,
                            previous_settled_since, now)
     attained = slo_attainment(policy, signals, stale)
+    # A tick with stale metrics judges nothing; a long gap between ticks fades as if it had judged nothing.
+    budget = previous_budget.observe(attained if learn else None, judged(policy, signals),
+                                     min(since_last_tick, 4 * policy.interval_seconds))
     slo = previous_slo
     if (cap.learn and learn and attained is not None and ready > 0 and steady_since is not None
             and now - steady_since >= STEADY_SECONDS):
@@ -108,9 +118,12 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
                      now - settled_since if settled_since is not None else 0.0)
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
         return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
-                        settled_since, steady_since)
-    factor = slo.per_replica(policy.slo.quantile, PRIOR_SLO_SHARE, cap.learn_min_factor, cap.learn_max_factor)
+                        settled_since, steady_since, budget, 0.0)
+    explore = budget.explore(policy.slo.quantile, EXPLORE)
+    factor = slo.per_replica(policy.slo.quantile, PRIOR_SLO_SHARE, cap.learn_min_factor, cap.learn_max_factor,
+                             explore)
     if len(stats.samples) >= MIN_SATURATED_SAMPLES:
         factor = min(factor, MAX_PLANNED_UTILIZATION * stats.factor(cap))
     usable = factor * min(1.0, cap.target_utilization / lf)
-    return Capacity(stats, slo, factor, stats.factor(cap), lf, usable, settled_since, steady_since)
+    return Capacity(stats, slo, factor, stats.factor(cap), lf, usable, settled_since, steady_since, budget,
+                    explore)

@@ -1,8 +1,10 @@
 """Demand: offered work = served work + confirmed backlog growth; the backlog itself in work units.
 
 Served throughput hides demand once replicas saturate, so a queue that grew over two intervals in a
-row is added as demand. A one-scrape spike is a burst already absorbed by the queue (it shows up in
-the backlog); extrapolating it over a cold start would order replicas that arrive after it drained.
+row is added as demand; one that shrank over two is subtracted (draining it is service for requests
+offered before, not new demand: counted as demand, the forecaster would learn the drain's pace as a
+level). A one-scrape spike is a burst already absorbed by the queue (it shows up in the backlog);
+extrapolating it over a cold start would order replicas that arrive after it drained.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from autoscaler.policy import CapacitySpec, PolicySpec
 # the prior. Only used to size a backlog before the first request-rate sample arrives.
 DEFAULT_PROMPT_TOKENS, DEFAULT_GENERATION_TOKENS = 1000.0, 200.0
 WORK_PER_REQUEST_EMA = 0.2
+DRAIN_SHARE_LIMIT = 0.5  # offered work is at least this share of the work served
 MAX_WORK_PER_REQUEST = 600.0  # replica-seconds: ten minutes of a whole replica for one request
 
 
@@ -46,12 +49,22 @@ def work_per_request(cap: CapacitySpec, previous: float | None, served: float, r
 
 
 def queue_growth(last_waiting: tuple[float, float] | None, waiting: float, now: float, interval: float) -> float:
-    """Sequences/s the queue grew since the previous sample, if that sample is recent (else 0)."""
+    """Sequences/s the queue grew (negative: shrank) since the previous sample, if that sample is recent
+    (else 0)."""
     if last_waiting is None:
         return 0.0
     t0, w0 = last_waiting
     dt = now - t0
-    return max(0.0, (waiting - w0) / dt) if 0 < dt <= 4 * interval else 0.0
+    return (waiting - w0) / dt if 0 < dt <= 4 * interval else 0.0
+
+
+def confirmed(growth: float, last_growth: float) -> float:
+    """Queue growth seen at two ticks in a row, the smaller of the two in size; 0 when they disagree."""
+    if growth > 0 and last_growth > 0:
+        return min(growth, last_growth)
+    if growth < 0 and last_growth < 0:
+        return max(growth, last_growth)
+    return 0.0
 
 
 def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, last_waiting: tuple[float, float] | None,
@@ -64,5 +77,8 @@ def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, last_wai
     waiting = max(0.0, r.waiting) if r.waiting is not None else 0.0
     wpr = work_per_request(cap, previous_wpr, served, r.request_rate)
     growth = queue_growth(last_waiting, waiting, now, policy.interval_seconds) if known else 0.0
-    offered = served + min(growth, last_growth) * wpr
+    # A draining queue is served work that was offered earlier: what arrives now is the service minus it.
+    # The drain is read over one tick and the service over the rate window, so at most half the service is
+    # taken for the drain.
+    offered = max(DRAIN_SHARE_LIMIT * served, served + confirmed(growth, last_growth) * wpr)
     return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr)

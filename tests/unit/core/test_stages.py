@@ -9,6 +9,7 @@ from autoscaler.core.coldstart import ColdStartStats, LeadTime
 from autoscaler.core.decide import forecast_config
 from autoscaler.core.reason import Reason
 from autoscaler.core.signals import ClusterFacts, LatencyHistogram, ReplicaCounts, Signals, StartingReplica
+from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
 from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity
@@ -50,10 +51,22 @@ def test_work_per_request_starts_at_the_default_request_and_follows_an_ema() -> 
 
 def test_queue_growth_needs_a_recent_previous_sample() -> None:
     assert queue_growth((100.0, 10.0), 40.0, 110.0, 15.0) == 3.0
-    assert queue_growth((100.0, 40.0), 10.0, 110.0, 15.0) == 0.0  # a draining queue is not negative demand
+    assert queue_growth((100.0, 40.0), 10.0, 110.0, 15.0) == -3.0  # a draining queue
     assert queue_growth((100.0, 10.0), 40.0, 100.0 + 61.0, 15.0) == 0.0  # too old
     assert queue_growth((100.0, 10.0), 40.0, 90.0, 15.0) == 0.0  # clock went backwards
     assert queue_growth(None, 40.0, 110.0, 15.0) == 0.0
+
+
+def test_a_queue_draining_over_two_intervals_is_not_demand() -> None:
+    pol = policy()
+    r = read(pol, signals(work=4.0, desired=4, waiting=10.0, request_rate=40.0))
+    draining = demand(pol, r, 0.1, (985.0, 40.0), -1.0, 1000.0)  # 40 -> 10 waiting in 15 s, after -1/s
+    assert draining.growth == -2.0 and draining.offered == pytest.approx(4.0 - 1.0 * draining.work_per_request)
+    # Growth and shrinkage that disagree confirm nothing; at most half the service is taken for a drain (the
+    # two are read over different windows).
+    assert demand(pol, r, 0.1, (985.0, 40.0), 1.0, 1000.0).offered == 4.0
+    fast = demand(pol, r, 0.1, (985.0, 4000.0), -500.0, 1000.0)
+    assert fast.offered == pytest.approx(0.5 * fast.served)
 
 
 def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -> None:
@@ -68,10 +81,11 @@ def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -
 
 # capacity
 def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0,  # type: ignore[no-untyped-def]
-         backlog=None):
+         backlog=None, budget=None):
     # backlog: the queue in work units (default: one replica-second per waiting sequence)
     return capacity(pol, signals or Signals(), reps, served, waiting, waiting if backlog is None else backlog, kv,
-                    learn, CapacityStats(), slo or SloCapacity(), 1.0, None, steady, 15.0, now)
+                    learn, CapacityStats(), slo or SloCapacity(), 1.0, None, steady, budget or SloBudget(), 15.0,
+                    now)
 
 
 def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_utilization() -> None:
@@ -365,3 +379,28 @@ def test_the_steady_clock_waits_for_a_queue_left_from_before_the_fleet_grew() ->
     assert _cap(pol, reps, 2.0, 0.0, 0.3).steady_since == 1000.0
     # A queue that builds once the fleet is steady is overload at this load: the clock keeps running.
     assert _cap(pol, reps, 2.0, 100.0, 0.3, steady=900.0).steady_since == 900.0
+
+
+def test_capacity_explores_past_the_evidence_only_while_the_whole_slo_has_budget_to_spare() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    reps = ReplicaCounts(desired=4, ready=4)
+    held = SloCapacity()
+    for _ in range(10):  # windows at load 1.0 per replica, all within the SLO: no knee, 1.0 seen to hold
+        held = held.observe(1.0, 100.0, 0.0)
+    top = held.knee(0.99)[1]
+    assert top is not None
+    spare, on_budget, over = (SloBudget(10_000.0, m) for m in (20.0, 80.0, 300.0))  # burn 0.2, 0.8, 3
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held).factor == pytest.approx(top * 1.1)  # unknown: explore
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held, budget=spare).factor == pytest.approx(top * 1.1)
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held, budget=on_budget).factor == pytest.approx(top)
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held, budget=over).factor == pytest.approx(top * 0.9)
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held, budget=over).explain()["capacity_explore"] == -0.1
+
+
+def test_the_budget_counts_every_judged_window_starts_included_and_not_stale_ones() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    starting = ReplicaCounts(desired=5, ready=4, starting=(StartingReplica("warmup", 10.0),))
+    sig = Signals(ttft_histogram=_hist(100.0, 90.0), queue_time_histogram=_hist(100.0, 90.0, 0.2))
+    got = _cap(pol, starting, 2.0, 0.0, 0.3, signals=sig).budget  # a start: no SLO-capacity window, but judged
+    assert got.judged == pytest.approx(100.0 * 15.0 / 60.0) and got.missed == pytest.approx(got.judged * 0.1)
+    assert _cap(pol, starting, 2.0, 0.0, 0.3, signals=sig, learn=False).budget.judged == 0.0

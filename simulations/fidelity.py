@@ -28,10 +28,11 @@ It does **not** agree for (docs/vllm-replica-model.md, "Fluid and request-level"
   13.0 vs 7.3 GPU-h), and on Azure conv KEDA at p90 queue time 0.42 s buys 5.4 GPU-h request-level vs 9.3
   fluid. Their queue-time signal's tail on a real engine comes from arrivals bunched within a second
   queuing behind each other's prefill (9 % of Azure conv requests wait > 0.3 s at 8 replicas, none in the
-  fluid, whose 1-s bins spread each second's arrivals). A per-replica law for that wait (`simulations.step_queue`, vLLM's step loop as a
-  gated polling queue) follows one replica's step loop but not the fleet, whose join-the-shortest-queue
-  routing moves arrivals away from a replica in a long step; wired in, it did not improve the agreement
-  (30 of 76 swept cells within 2 points and 15 % GPU-hours, 34 without), so it is not used.
+  fluid, whose 1-s bins spread each second's arrivals). A per-replica law for that wait
+  (`simulations.step_queue`, vLLM's step loop as a gated polling queue) follows one replica's step loop
+  but not the fleet, whose join-the-shortest-queue routing moves arrivals away from a replica in a long
+  step; wired in, it did not improve the agreement (30 of 76 swept cells within 2 points and 15 %
+  GPU-hours, 34 without), so it is not used.
 Those families must be scored request-level; where the bench cannot (multi-day fluid scenarios), its
 report labels their rows as not validated.
 """

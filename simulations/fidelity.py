@@ -21,14 +21,18 @@ samples of the diurnal and ServeGen scenarios' workloads and the Azure conv 30-m
   verdict; one short of the edge in ServeGen m-mid's worst window, 4.6 points (84.0 / 88.6).
 
 It does **not** agree for (docs/vllm-replica-model.md, "Fluid and request-level", has the numbers):
-- `hpa` and `keda`: at the bench's settings their attainment now agrees on all four traces (≤ 0.7 points)
-  but the fleets they buy do not (GPU-hours 13–73 % apart: HPA on `running` 32 on the diurnal peak 16.9
-  request-level vs 14.7 fluid; on Azure conv at p90 queue time 0.42 s, HPA 5.9 vs 9.1 and KEDA 5.4 vs 9.3).
-  Their queue-time signal's tail on a real engine comes from arrivals bunched within a second queuing behind
-  each other's prefill (9 % of Azure conv requests wait > 0.3 s at 8 replicas, none in the fluid, whose 1-s
-  bins spread each second's arrivals), so the fluid KEDA scales down where the real one holds, then
-  saturates and overshoots; on `waiting` and `running` they swing between few and many replicas under
-  overload and the swing's phase follows small differences in the gauges.
+- `hpa` and `keda`: at the current bench settings (docs/benchmarks.md) attainment and cost agree on three
+  of eight (trace, family) pairs; on `waiting` at ~0.5 waiting requests per pod, the bench's pick on the
+  diurnal and ServeGen m-large scenarios, the request-level fleets swing and the fluid's do not (diurnal
+  peak, KEDA 0.4419: 69.8 % request-level vs 83.5 % fluid; ServeGen m-large, KEDA 0.5256: 97.0 vs 100 and
+  13.0 vs 7.3 GPU-h), and on Azure conv KEDA at p90 queue time 0.42 s buys 5.4 GPU-h request-level vs 9.3
+  fluid. Their queue-time signal's tail on a real engine comes from arrivals bunched within a second
+  queuing behind each other's prefill (9 % of Azure conv requests wait > 0.3 s at 8 replicas, none in the
+  fluid, whose 1-s bins spread each second's arrivals). A per-replica law for that wait
+  (`simulations.step_queue`, vLLM's step loop as a gated polling queue) follows one replica's step loop
+  but not the fleet, whose join-the-shortest-queue routing moves arrivals away from a replica in a long
+  step; wired in, it did not improve the agreement (30 of 76 swept cells within 2 points and 15 %
+  GPU-hours, 34 without), so it is not used.
 Those families must be scored request-level; where the bench cannot (multi-day fluid scenarios), its
 report labels their rows as not validated.
 """

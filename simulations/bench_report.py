@@ -205,6 +205,7 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         f, p = row["families"], row["priors"]
         lines.append(f"| {row['scenario']} | {_cell(p.get('0.7'), False)} | {_cell(f.get('ours'), False)} | "
                      f"{_cell(p.get('1.3'), False)} | {_cell(f.get('ours_tuned'))} |")
+    lines += curve_comparison(table, records)
     notes = _notes(table)
     if notes:
         lines += ["", "Search notes:", "", *notes]
@@ -214,6 +215,58 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         lines += [f"![{name} frontier]({rel})" for name, rel in plots.items()]
     lines.append("")
     return "\n".join(lines)
+
+
+def _points(records: Sequence[dict[str, Any]], scenario: str, family: str) -> list[tuple[float, float]]:
+    """(GPU-hours, attainment) of every replay of `family` on `scenario` (ours: its searched knob and the
+    shipped policy), by cost."""
+    pts = [(float(p["gpu_hours"]), float(p["attainment"])) for r in records
+           if r["scenario"] == scenario and r["family"] == family
+           and (r["kind"] == "search" or (r["kind"] == "default" and r["priors_scale"] == 1)) for p in r["points"]]
+    return sorted(pts)
+
+
+def envelope(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points that raise the best attainment reached at that cost or less (the frontier's steps)."""
+    out, best = [], -math.inf
+    for g, a in sorted(points):
+        if a > best:
+            best = a
+            out.append((g, a))
+    return out
+
+
+def best_within(points: Sequence[tuple[float, float]], cost: float) -> float | None:
+    """The best attainment among `points` costing at most `cost` (None: none is that cheap)."""
+    got = [a for g, a in points if g <= cost * (1 + 1e-9)]
+    return max(got) if got else None
+
+
+def curve_comparison(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> list[str]:
+    """Per scenario and baseline: at how many of the baseline's frontier steps ours' frontier reaches at
+    least the same attainment for no more GPU-hours (ours above or on that curve there)."""
+    lines = ["", "Curves compared: at how many of each baseline's frontier steps (cost, attainment) ours' frontier "
+             "(the shipped policy and its searched utilisation knob) reaches at least that attainment for no more "
+             "GPU-hours, over the costs ours' frontier covers. `k/n ✓`: ours' curve lies on or above the baseline's "
+             "at every one of them; steps cheaper than the cheapest setting of ours visited are counted apart.", "",
+             "| scenario | " + " | ".join(BASELINES) + " |", "|---|" + "---|" * len(BASELINES)]
+    for row in table:
+        sc = row["scenario"]
+        ours = _points(records, sc, "ours")
+        cells = []
+        for b in BASELINES:
+            steps = envelope(_points(records, sc, b))
+            if not ours or not steps:
+                cells.append("–")
+                continue
+            cheapest = ours[0][0]
+            inside = [(g, a) for g, a in steps if g >= cheapest * (1 - 1e-9)]
+            above = sum(1 for g, a in inside if (best_within(ours, g) or -1.0) >= a - 1e-12)
+            below = len(steps) - len(inside)
+            cells.append(f"{above}/{len(inside)}" + (" ✓" if inside and above == len(inside) else "")
+                         + (f" (+{below} cheaper than ours)" if below else ""))
+        lines.append(f"| {sc} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _winner_record(records: Sequence[dict[str, Any]], scenario: str, family: str,

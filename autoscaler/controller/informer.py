@@ -13,9 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes.watch.watch import iter_resp_lines
-
-from autoscaler.targets.api import ApiException, call_json, request_timeout
+from autoscaler.targets.api import ApiException, call_json, iter_lines_bounded, request_timeout
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -157,7 +155,7 @@ class Informer:
                 raise Gone() from None
             raise
         try:
-            for line in iter_resp_lines(resp):
+            for line in iter_lines_bounded(resp):
                 if stop.is_set():
                     return
                 if not line:

@@ -148,9 +148,13 @@ def verdict(row: dict[str, Any]) -> str:
     if r is None:
         return "**win**: no tuned baseline reaches 99%"
     name = row["best_baseline"]
+    also = ""
+    if row.get("ours_over_best_validated") is not None:
+        also = (f" ({name}'s fleet model is not validated; {row['ours_over_best_validated']:.2f}× "
+                f"{row['best_validated_baseline']}, the cheapest validated)")
     if r < 1:
-        return f"**win**: {r:.2f}× {name}"
-    return f"**loss**: {r:.2f}× {name}"
+        return f"**win**: {r:.2f}× {name}{also}"
+    return f"**loss**: {r:.2f}× {name}{also}"
 
 
 def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]], command: str, quick: bool,

@@ -151,6 +151,34 @@ def test_headline_reports_a_loss_and_flags_an_oracle_that_is_not_a_bound() -> No
     assert "cheaper than the cheapest tuned baseline in 0" in summary
 
 
+def test_a_cheapest_baseline_on_an_unvalidated_fleet_model_also_gets_the_validated_comparison() -> None:
+    hpa = {**_rec("hpa", 0.995, 8.0), "fleet_mode": "fluid, NOT validated for this family (...)"}
+    recs = [_rec("ours", 0.995, 9.0, "default"), hpa, _rec("static", 0.995, 12.0), _rec("oracle", 0.999, 7.0)]
+    [row] = headline(recs)
+    assert row["best_baseline"] == "hpa" and row["ours_over_best_baseline"] == pytest.approx(9.0 / 8.0)
+    assert row["unvalidated"] == ["hpa"] and row["best_validated_baseline"] == "static"
+    assert row["ours_over_best_validated"] == pytest.approx(0.75)
+    md = markdown([row], recs, "x", True, 60.0)
+    assert "**loss**: 1.12× hpa (hpa's fleet model is not validated; 0.75× static, the cheapest validated)" in md
+    # every baseline validated: no second comparison
+    [plain] = headline([_rec("ours", 0.995, 9.0, "default"), _rec("hpa", 0.995, 8.0), _rec("static", 0.995, 12.0)])
+    assert "ours_over_best_validated" not in plain
+
+
+def test_curves_compared_count_the_baseline_steps_ours_reaches_for_no_more_cost() -> None:
+    ours = {**_rec("ours", 0.99, 10.0), "points": [{"attainment": 0.95, "gpu_hours": 8.0, "setting": ""},
+                                                   {"attainment": 0.99, "gpu_hours": 10.0, "setting": ""}]}
+    static = {**_rec("static", 0.99, 12.0), "points": [{"attainment": 0.5, "gpu_hours": 4.0, "setting": ""},
+                                                       {"attainment": 0.96, "gpu_hours": 9.0, "setting": ""},
+                                                       {"attainment": 0.999, "gpu_hours": 12.0, "setting": ""}]}
+    recs = [_rec("ours", 0.99, 10.0, "default"), ours, static]
+    [row] = headline(recs)
+    md = markdown([row], recs, "x", True, 60.0)
+    # static's step at 9 GPU-h (96%) beats ours' best within 9 (95%); at 12 (99.9%) ours' best is 99%: 0 of 2,
+    # and its 4-GPU-h step is cheaper than anything ours ran
+    assert "| s | 0/2 (+1 cheaper than ours) | – | – | – |" in md
+
+
 def test_headline_gives_no_ratio_and_says_why_when_ours_misses() -> None:
     [row] = headline([_rec("ours", 0.95, 5.0, "default"), _rec("static", 0.995, 8.0), _rec("oracle", 0.999, 4.0)])
     assert row["ours_over_best_baseline"] is None and "does not reach" in row["ours_over_best_baseline_null_reason"]

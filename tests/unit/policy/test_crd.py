@@ -11,7 +11,7 @@ from autoscaler.cli import main
 from autoscaler.crd import crd
 
 
-def _walk(node: Any, path: str = ""):  # type: ignore[no-untyped-def]
+def _walk(node: Any, path: str = ""):
     if isinstance(node, dict):
         yield path, node
         for k, v in node.items():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from autoscaler.profile.knee import RampPlan, find_knee, next_rate
 
 
-def drive(plan: RampPlan, holds) -> list[tuple[float, bool]]:  # type: ignore[no-untyped-def]
+def drive(plan: RampPlan, holds) -> list[tuple[float, bool]]:
     stages: list[tuple[float, bool]] = []
     while (r := next_rate(plan, stages)) is not None:
         stages.append((r, holds(r)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 
 from kubernetes import client
 
@@ -154,7 +155,7 @@ def test_informer_relists_when_its_watch_version_was_compacted_away(kube, api):
         stop.set()
 
 
-def _wait(cond, timeout: float = 5.0) -> None:
+def _wait(cond: Callable[[], object], timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():

@@ -9,6 +9,8 @@ import math
 import socket
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -24,7 +26,7 @@ from autoscaler.sources.exposition import (
     read_pod_metrics,
 )
 from autoscaler.sources.lastknown import LastKnown
-from autoscaler.sources.prom_api import PrometheusAPI, SourceError
+from autoscaler.sources.prom_api import PrometheusAPI, Sample, SourceError
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 from autoscaler.sources.promql import PromQLBuilder, promql_string
 from autoscaler.sources.scrape import ScrapeMetricsSource
@@ -134,7 +136,7 @@ def test_kv_rounding_over_one_is_kept_as_one() -> None:
     assert src.collect([msp("m")], NOW)["default/m"].kv_cache_usage.value == 1.0
 
 
-def _prom(answer, **kw) -> tuple[PrometheusMetricsSource, CollectorRegistry]:
+def _prom(answer, **kw: Any) -> tuple[PrometheusMetricsSource, CollectorRegistry]:
     tel, reg = fresh_telemetry()
     transport = prom_transport(answer)
     api = kw.pop("api", None) or (lambda u: PrometheusAPI(u, client=httpx.Client(transport=transport)))
@@ -142,7 +144,8 @@ def _prom(answer, **kw) -> tuple[PrometheusMetricsSource, CollectorRegistry]:
                                    **kw), reg
 
 
-def _answer(waiting: str = "3", fresh: bool = True, models: tuple[str, ...] = ("m",)):
+def _answer(waiting: str = "3", fresh: bool = True,
+            models: tuple[str, ...] = ("m",)) -> Callable[[str], httpx.Response]:
     def answer(q: str) -> httpx.Response:
         if "timestamp(" in q:
             if not fresh:
@@ -199,7 +202,7 @@ def test_an_edited_policy_does_not_inherit_the_old_models_value() -> None:
 
 
 # -- Prometheus answers --------------------------------------------------------------------------------
-def _raw(body: bytes):
+def _raw(body: bytes) -> Callable[[str], httpx.Response]:
     return lambda q: httpx.Response(200, content=body, headers={"content-type": "application/json"})
 
 
@@ -244,7 +247,7 @@ def test_a_bad_answer_fails_its_query_group_only() -> None:
 
 def test_an_unexpected_exception_in_one_query_is_contained() -> None:
     class Boom(PrometheusAPI):
-        def query(self, promql: str, time: float):
+        def query(self, promql: str, time: float) -> list[Sample]:
             if 'team="a"' in promql:
                 raise RuntimeError("bug")
             return super().query(promql, time)

@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from autoscaler.controller.manager import Controller, ControllerConfig
+from autoscaler.sources.prom_api import PrometheusAPI, Sample
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 from tests.unit.controller.conftest import CountingSource, pod, policy
 from tests.unit.controller.fakeapi import FakeKube
@@ -61,16 +62,20 @@ def serve(n: int, pods_per_target: int, q: Any) -> None:
         time.sleep(3600)
 
 
-class StubPrometheus:
+class StubPrometheus(PrometheusAPI):
+    """A Prometheus that answers every instant query with no samples, counting the queries (no network)."""
+
     def __init__(self) -> None:
+        super().__init__("http://prometheus.invalid")
         self.queries = 0
 
-    def query(self, promql: str, now: float) -> list[Any]:
+    def query(self, promql: str, time: float) -> list[Sample]:
         self.queries += 1
         return []
 
-    def close(self) -> None:
-        pass
+    def for_url(self, url: str) -> PrometheusAPI:
+        """An `api_factory`: this stub stands for every Prometheus URL."""
+        return self
 
 
 def count_calls() -> Counter[str]:
@@ -81,7 +86,7 @@ def count_calls() -> Counter[str]:
         calls[method] += 1
         return original(self, method, url, *a, **kw)
 
-    rest.RESTClientObject.request = counting  # type: ignore[method-assign]
+    rest.RESTClientObject.request = counting
     return calls
 
 
@@ -171,7 +176,7 @@ def main() -> None:
         try:
             if label == "prometheus":
                 stub = StubPrometheus()
-                src: Any = PrometheusMetricsSource("http://prometheus.invalid", api_factory=lambda u, s=stub: s)
+                src: Any = PrometheusMetricsSource("http://prometheus.invalid", api_factory=stub.for_url)
                 rows.extend(one_run(url, label, src, lambda s=stub: s.queries, args))
             else:
                 counting = CountingSource()

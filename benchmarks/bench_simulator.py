@@ -35,7 +35,7 @@ def main() -> None:
     table = Table(title=f"simulator speed ({m['cpus']} CPUs, Python {m['python']})")
     for col in ("replay", "requests", "decisions", "load s", "replay s", "replay CPU s", "requests/s", "target"):
         table.add_column(col, justify="left" if col == "replay" else "right")
-    cases = [("azure-code", 2.0, None), ("azure-conv", 2.0, None)]
+    cases: list[tuple[str, float, float | None]] = [("azure-code", 2.0, None), ("azure-conv", 2.0, None)]
     if not args.skip_fluid:
         cases.append(("servegen-large", 60.0, 10.0))
     for name, target, interval in cases:

@@ -165,7 +165,8 @@ def random_signals(rng: random.Random, pol: PolicySpec, current: int, load: floa
         "queue_time_p90_seconds": rng.expovariate(1.0),
         "ttft_p90_seconds": rng.expovariate(0.5),
     }
-    values, bad = {}, set()
+    values: dict[str, Measured] = {}
+    bad: set[str] = set()
     for name in LOAD_FIELDS:
         m, kind = _measured(rng, min(typical[name], 1e6 if name in ("running", "waiting") else 1e9), stale)
         values[name] = m
@@ -190,8 +191,13 @@ def random_signals(rng: random.Random, pol: PolicySpec, current: int, load: floa
                                  _pick(rng, "default", "cached", "uncached"))
                 for _ in range(_pick(rng, 0, 0, 0, rng.randint(1, 5))))
     cluster = ClusterFacts(_pick(rng, None, 0, rng.randint(0, 50), -3), _pick(rng, None, True, False))
-    sig = Signals(**values, ttft_histogram=hist, queue_time_histogram=hist if rng.random() < 0.5 else None,
-                  replicas=replicas, cluster=cluster, observations=obs)
+    sig = Signals(request_rate=values["request_rate"], prompt_tokens_rate=values["prompt_tokens_rate"],
+                  generation_tokens_rate=values["generation_tokens_rate"], running=values["running"],
+                  waiting=values["waiting"], kv_cache_usage=values["kv_cache_usage"],
+                  queue_time_p90_seconds=values["queue_time_p90_seconds"],
+                  ttft_p90_seconds=values["ttft_p90_seconds"], ttft_histogram=hist,
+                  queue_time_histogram=hist if rng.random() < 0.5 else None, replicas=replicas, cluster=cluster,
+                  observations=obs)
     return sig, bad
 
 

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pytest
@@ -32,6 +32,9 @@ from .drill.load import steady_trace
 from .drill.manifests import deployment_ref, model_deployment, policy
 from .drill.tools import REPO_ROOT, autoscaler_command
 from .drill.workspace import Workspace
+
+if TYPE_CHECKING:
+    from simulations.fleet import RequestFleet
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -182,7 +185,7 @@ def test_cordon_and_drain_keeps_the_slo(workspace: Callable[[str], Workspace]) -
                          for c in (p.status.conditions or []) if c.type == "Ready" and c.status == "True")
     replacements_ready_at = ready_times[REPLICAS - 1] if len(ready_times) >= REPLICAS else None
 
-    fleet = emu.server.driver.fleet
+    fleet = cast("RequestFleet", emu.server.driver.fleet)  # the drill's emulator replays a RequestFleet
     started = emu.started_wall
     ttft = np.asarray(fleet.book.ttft, dtype=float)
     arrival = trace.arrival_s[: len(ttft)]

@@ -95,14 +95,14 @@ def test_signals_match_the_emulator_ground_truth(emulator: EmulatorServer, prome
             if mean:
                 lo, hi = lo / REPLICAS, hi / REPLICAS
             errors[key].append(max(0.0, lo - got, got - hi))
-        for key, got, t1, t0 in (
+        for key, rate, t1, t0 in (
             ("prompt", s.prompt_tokens_rate.value, truth.prompt_tokens, before.prompt_tokens),
             ("gen", s.generation_tokens_rate.value, truth.generation_tokens, before.generation_tokens),
             ("req", s.request_rate.value, truth.request_success, before.request_success),
         ):
             want = (t1 - t0) / WINDOW_S
-            assert got is not None and want > 0
-            errors[key].append(abs(got - want) / want)
+            assert rate is not None and want > 0
+            errors[key].append(abs(rate - want) / want)
         deltas = [a - b for a, b in zip(truth.queue_time_counts, before.queue_time_counts, strict=True)]
         want_p90 = quantile_from_counts(0.9, REQUEST_LATENCY_BUCKETS, deltas)
         got_p90 = s.queue_time_p90_seconds.value
@@ -225,10 +225,11 @@ def test_failover_to_direct_scrape_when_prometheus_is_down(emulator: EmulatorSer
     assert snaps
     lo = sum(min(x.replicas[i].waiting for x in snaps) for i in range(REPLICAS))
     hi = sum(max(x.replicas[i].waiting for x in snaps) for i in range(REPLICAS))
-    assert s.waiting.fresh(10) is not None and lo - 1 <= s.waiting.value <= hi + 1
+    assert s.waiting.fresh(10) is not None and s.waiting.value is not None and lo - 1 <= s.waiting.value <= hi + 1
     time.sleep(2.0)
     s = src.collect([p], time.time())[p.key]
-    assert s.prompt_tokens_rate.fresh(10) is not None and s.prompt_tokens_rate.value > 0
+    assert s.prompt_tokens_rate.fresh(10) is not None and s.prompt_tokens_rate.value is not None \
+        and s.prompt_tokens_rate.value > 0
     assert s.ttft_histogram is not None and s.ttft_histogram.total > 0  # bucket deltas between the scrapes
 
 

@@ -326,7 +326,7 @@ class FakeKube:
             if not isinstance(body, list):  # as the real server: a JSON patch must be an array
                 raise ApiError(400, "BadRequest", "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
             return json_patch(current, body)
-        return merge_patch(current, body)  # type: ignore[no-any-return]
+        return merge_patch(current, body)
 
     def _list(self, group: str, plural: str, ns: str, query: dict[str, str], api_version: str) -> Obj:
         items = [

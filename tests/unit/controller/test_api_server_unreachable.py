@@ -25,7 +25,7 @@ class _Unreachable:
 
 
 def test_leader_election_keeps_retrying_while_the_api_server_is_down() -> None:
-    elector = LeaderElector(_Unreachable(), LeaderConfig("ns", "lease", "me", 0.3, 0.2, 0.01))  # type: ignore[arg-type]
+    elector = LeaderElector(_Unreachable(), LeaderConfig("ns", "lease", "me", 0.3, 0.2, 0.01))
     stop = threading.Event()
     before = _Unreachable.calls
     thread = elector.start(stop)
@@ -40,7 +40,7 @@ def test_leader_election_keeps_retrying_while_the_api_server_is_down() -> None:
 
 
 def test_recording_an_event_never_raises_when_the_api_server_is_down() -> None:
-    recorder = EventRecorder(_Unreachable(), "me")  # type: ignore[arg-type]
+    recorder = EventRecorder(_Unreachable(), "me")
     obj = {"apiVersion": "v1", "kind": "X", "metadata": {"name": "p", "namespace": "ns", "uid": "u"}}
     recorder.record(obj, "Normal", "ScaledUp", "scaled")  # no exception
     assert recorder.created == 0

@@ -131,7 +131,8 @@ def test_forbidden_write_keeps_the_last_state_and_reports_an_event(kube, api, so
     c = make_controller(api, source)
     c.run_once()
     assert replicas(kube) == 1
-    assert c.reconciler.runtimes["models/llama"].state.decisions == ()
+    state = c.reconciler.runtimes["models/llama"].state
+    assert state is not None and state.decisions == ()
     assert "ScaleFailed" in [e["reason"] for e in kube.items("", "events")]
     assert condition(status_of(kube), "Ready")["reason"] == "APIError"
 

@@ -14,7 +14,7 @@ from tests.unit.controller.test_drain import _cordon, _fleet, _pod
 from tests.unit.controller.test_run_command import kubeconfig
 
 
-def _check(kube, tmp_path, node: str):  # type: ignore[no-untyped-def]
+def _check(kube, tmp_path, node: str):
     return CliRunner().invoke(main, ["drain-check", node, "--kubeconfig", kubeconfig(tmp_path, kube.url)])
 
 

@@ -18,7 +18,7 @@ def test_every_accepted_fuzzed_policy_is_reconciled_and_none_stops_the_tick(kube
     base = yaml.safe_load(BASE_FILE.read_text())
     fields = _fields(spec_schema())
     add_gpu_node(kube)
-    names = []
+    names: list[str] = []
     while len(names) < 25:
         text = _case(rng, base, fields)
         try:

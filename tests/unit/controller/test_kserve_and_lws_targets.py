@@ -210,4 +210,5 @@ def test_cached_targets_read_a_scale_once_per_version_and_kserve_objects_from_th
     kube.reset_log()
     c.reconciler.tick(now + 75)
     assert len(kube.calls("GET", r"leaderworkersets/llama-70b/scale$")) == 1  # a new version: read once
-    assert c.reconciler.runtimes["models/llama-70b"].status["currentReplicas"] == 9
+    status = c.reconciler.runtimes["models/llama-70b"].status
+    assert status is not None and status["currentReplicas"] == 9

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 
 from kubernetes import client
 
@@ -63,7 +64,7 @@ def test_release_on_shutdown_hands_over_at_once(api, kube: FakeKube):
     assert not a.is_leader()
     assert b.try_acquire_or_renew()
     lease = kube.get("coordination.k8s.io", "leases", "kube-system", "inference-autoscaler")
-    assert lease["spec"]["holderIdentity"] == "b" and lease["spec"]["leaseTransitions"] == 1
+    assert lease is not None and lease["spec"]["holderIdentity"] == "b" and lease["spec"]["leaseTransitions"] == 1
 
 
 def test_a_lease_write_race_is_lost_cleanly_by_the_stale_writer(api, kube: FakeKube):
@@ -154,7 +155,7 @@ def test_informer_relists_when_its_watch_version_was_compacted_away(kube, api):
         stop.set()
 
 
-def _wait(cond, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+def _wait(cond: Callable[[], object], timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():

@@ -201,7 +201,8 @@ def test_a_running_controller_sees_target_changes_through_the_watch(kube, api):
         kube.reset_log()
         c.reconciler.tick(now + 15)
         assert not kube.calls("GET", r"/scale$"), "read from the watch cache"
-        assert c.reconciler.runtimes["models/m0"].status["currentReplicas"] == 17
+        status = c.reconciler.runtimes["models/m0"].status
+        assert status is not None and status["currentReplicas"] == 17
     finally:
         stop.set()
 
@@ -230,7 +231,8 @@ def test_a_replica_count_changed_by_someone_else_is_never_overwritten(kube, api)
     assert state is not None and all(r != 7 for _, r in state.decisions)  # what was not applied is not kept
     assert len(state.decisions) == 1  # only the first tick's (applied) decision
     _tick(c, kube, now + 30)  # decided again from 7
-    assert c.reconciler.runtimes["models/m0"].status["currentReplicas"] == 7
+    status = c.reconciler.runtimes["models/m0"].status
+    assert status is not None and status["currentReplicas"] == 7
 
 
 def test_cluster_facts_are_shared_only_by_pods_that_schedule_alike(kube, api):
@@ -246,7 +248,7 @@ def test_cluster_facts_are_shared_only_by_pods_that_schedule_alike(kube, api):
         for n in ("a", "b")
     ]
     used = {"a": 6}
-    pods = [
+    pods: list[dict[str, Any]] = [
         {"spec": {"nodeSelector": {"pool": "a"}, "containers": [{"image": "vllm:a"}]}},
         {"spec": {"nodeSelector": {"pool": "b"}, "containers": [{"image": "vllm:a"}]}},
         {"spec": {"containers": [{"image": "vllm:b"}]}},
@@ -255,7 +257,8 @@ def test_cluster_facts_are_shared_only_by_pods_that_schedule_alike(kube, api):
     for gpus in (1, 2, 4):
         for p in pods:
             assert c.reconciler._facts(p, nodes, used, gpus) == cluster_facts(p, nodes, used, gpus)
-    assert len(c.reconciler._facts_memo[1]) == 9  # 3 distinct pods x 3 GPU sizes
+    memo = c.reconciler._facts_memo
+    assert memo is not None and len(memo[1]) == 9  # 3 distinct pods x 3 GPU sizes
 
 
 def test_the_label_index_selects_exactly_what_a_namespace_scan_selects():

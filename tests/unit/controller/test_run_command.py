@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 from click.testing import CliRunner
 
@@ -9,7 +11,7 @@ from autoscaler.cli import main
 from tests.unit.controller.conftest import add_deployment, add_policy, condition, status_of
 
 
-def kubeconfig(tmp_path, server: str) -> str:  # type: ignore[no-untyped-def]
+def kubeconfig(tmp_path: Path, server: str) -> str:
     path = tmp_path / "kubeconfig"
     path.write_text(
         yaml.safe_dump(

@@ -4,6 +4,7 @@ that took a warm slot observed as warm starts."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from autoscaler.controller.warmpool import IDLE, PRESTAGE, REASSERT_SECONDS, placeholder_pod_spec
@@ -290,7 +291,8 @@ def test_a_replica_that_preempted_a_placeholder_reports_warm_stages_and_no_node_
     replica = _replica("gpu-7", created=0, scheduled=4, ready=40)
     # The scheduler said Unschedulable (preemption pending) and FailedScheduling first: without the warm slot
     # this would read as node provisioning.
-    events = {"r1": [{"reason": "FailedScheduling", "involvedObject": {"uid": "r1"}}]}
+    events: dict[str, list[Mapping[str, Any]]] = {
+        "r1": [{"reason": "FailedScheduling", "involvedObject": {"uid": "r1"}}]}
     obs = ColdStartObserver()
     out = obs.observe("models/llama", [replica], events, {"gpu-7": T0 - 86400}, presence, 30.0)
     assert {(o.stage, o.situation) for o in out} == {("scheduling", "warm"), ("warmup", "warm")}

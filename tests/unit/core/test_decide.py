@@ -10,7 +10,7 @@ from autoscaler.core.signals import LatencyHistogram
 from .helpers import policy, signals
 
 
-def run(pol, sig, state=None, now=1000.0):  # type: ignore[no-untyped-def]
+def run(pol, sig, state=None, now=1000.0):
     return decide(pol, sig, state or CoreState(), now)
 
 
@@ -169,7 +169,7 @@ def test_starting_replicas_are_not_ordered_again_while_the_queue_grows() -> None
         r = decide(pol, s, state, t)
         state = r.state
         wanted.append(r.decision.desired_replicas)
-    assert wanted[2] <= wanted[1], wanted
+    assert wanted[2] is not None and wanted[1] is not None and wanted[2] <= wanted[1], wanted
 
 
 def test_unschedulable_replicas_past_the_limit_are_reported_not_piled_on() -> None:

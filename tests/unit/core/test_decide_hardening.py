@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -108,7 +109,8 @@ IMPLAUSIBLE = {
 def test_implausible_values_are_reported_and_treated_as_missing(name: str) -> None:
     pol = _pol(capacity={"maxConcurrency": 64})
     state, t = _scaled_down_state(pol)
-    sig = replace(signals(work=3.0, desired=10, request_rate=30.0), **{name: IMPLAUSIBLE[name]})
+    implausible: dict[str, Any] = {name: IMPLAUSIBLE[name]}
+    sig = replace(signals(work=3.0, desired=10, request_rate=30.0), **implausible)
     d = decide(pol, sig, state, t).decision
     assert d.implausible_signals == (name,)
     assert name in d.missing_signals and d.desired_replicas == 10 and d.reason is Reason.METRICS_MISSING

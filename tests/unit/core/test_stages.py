@@ -80,7 +80,7 @@ def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -
 
 
 # capacity
-def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0,  # type: ignore[no-untyped-def]
+def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0,
          backlog=None, budget=None):
     # backlog: the queue in work units (default: one replica-second per waiting sequence)
     return capacity(pol, signals or Signals(), reps, served, waiting, waiting if backlog is None else backlog, kv,
@@ -321,7 +321,7 @@ def test_remembered_histories_keep_only_what_can_still_be_an_extreme() -> None:
     recs = remember_max(remember_max(remember_max((), 0.0, 5), 15.0, 8), 30.0, 6)
     assert recs == ((15.0, 8), (30.0, 6))  # 5 is below a later 8: never again a window's maximum
     assert remember_max(recs, 45.0, 9) == ((45.0, 9),)
-    h = ()
+    h: tuple[tuple[float, int], ...] = ()
     for t, r in enumerate((5, 3, 7, 4, 6)):
         h = remember_extremes(h, float(t), r)
     assert h == ((1.0, 3), (2.0, 7), (3.0, 4), (4.0, 6))  # 5 is neither the lowest nor the highest of any later period

@@ -27,7 +27,8 @@ def test_bands_widen_with_horizon() -> None:
 
 def test_quantile_is_point_plus_empirical_error_quantile() -> None:
     errors = np.arange(100, dtype=float)
-    assert np.allclose(empirical_offsets(errors, (0.5, 0.9)), np.quantile(errors, (0.5, 0.9)))
+    offsets = empirical_offsets(errors, (0.5, 0.9))
+    assert offsets is not None and np.allclose(offsets, np.quantile(errors, (0.5, 0.9)))
 
 
 def test_too_few_errors_fall_back() -> None:
@@ -44,7 +45,8 @@ def _error_block(seed: int, dtype: type, rows: int, columns: int, holes: bool) -
     """Errors with a different scale per column and, with `holes`, NaN/inf punched in so that columns
     keep different numbers of finite values (some below MIN_ERROR_SAMPLES, some at it, one empty)."""
     rng = np.random.default_rng(seed)
-    block = (rng.standard_t(3, size=(rows, columns)) * 10.0 ** rng.uniform(-2, 4, size=columns)).astype(dtype)
+    block: np.ndarray = (rng.standard_t(3, size=(rows, columns))
+                         * 10.0 ** rng.uniform(-2, 4, size=columns)).astype(dtype)
     block[rng.random((rows, columns)) < 0.05] = 0.0  # ties in the sort
     if holes:
         keep = [rows, rows - 1, MIN_ERROR_SAMPLES, MIN_ERROR_SAMPLES - 1, 0, rows // 3, rows, 47][:columns]

@@ -26,7 +26,7 @@ def test_predictions_are_finite_non_negative_and_monotone_in_q(
     for i, v in enumerate(values):
         state = observe(CONFIG, state, i * step, v)
     for window in ("max", "at"):
-        f = predict(CONFIG, state, horizon, QUANTILES, window=window)  # type: ignore[arg-type]
+        f = predict(CONFIG, state, horizon, QUANTILES, window=window)
         qs = [f.quantiles[q] for q in QUANTILES]
         assert math.isfinite(f.point) and f.point >= 0
         assert all(math.isfinite(v) and v >= 0 for v in qs)

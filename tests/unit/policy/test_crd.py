@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -11,7 +12,7 @@ from autoscaler.cli import main
 from autoscaler.crd import crd
 
 
-def _walk(node: Any, path: str = ""):  # type: ignore[no-untyped-def]
+def _walk(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     if isinstance(node, dict):
         yield path, node
         for k, v in node.items():

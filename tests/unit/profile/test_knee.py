@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from autoscaler.profile.knee import RampPlan, find_knee, next_rate
 
 
-def drive(plan: RampPlan, holds) -> list[tuple[float, bool]]:  # type: ignore[no-untyped-def]
+def drive(plan: RampPlan, holds: Callable[[float], bool]) -> list[tuple[float, bool]]:
     stages: list[tuple[float, bool]] = []
     while (r := next_rate(plan, stages)) is not None:
         stages.append((r, holds(r)))

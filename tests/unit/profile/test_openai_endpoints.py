@@ -15,7 +15,7 @@ import pytest
 from autoscaler.emulator.build import build_emulator
 from autoscaler.emulator.fleet_driver import fixed_replicas
 from autoscaler.httpserve import BoundedHTTPServer, text
-from autoscaler.profile.client import Endpoint, timed_request
+from autoscaler.profile.client import Api, Endpoint, timed_request
 from simulations.profiles import ServingProfile
 from simulations.trace import Trace
 
@@ -24,7 +24,7 @@ SERVING = ServingProfile(prefill_tokens_per_second=1000, itl_base_seconds=0.02, 
 
 
 @pytest.fixture(scope="module")
-def server():  # type: ignore[no-untyped-def]
+def server():
     srv = build_emulator(Trace("idle", np.array([0.0]), np.array([1]), np.array([1]), 0.0), fixed_replicas(1),
                          serving=SERVING, speed=SPEED, model="m")
     srv.start()
@@ -33,13 +33,13 @@ def server():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def url(server) -> str:  # type: ignore[no-untyped-def]
+def url(server) -> str:
     return str(server.base_url)
 
 
 @pytest.mark.parametrize("api", ["completions", "chat"])
-def test_streams_are_timed_by_the_replica(url: str, api: str) -> None:
-    async def go():  # type: ignore[no-untyped-def]
+def test_streams_are_timed_by_the_replica(url: str, api: Api) -> None:
+    async def go():
         async with httpx.AsyncClient() as c:
             return await timed_request(c, Endpoint(url, "m", api, timeout_seconds=10), "w " * 400, 20)
 
@@ -98,7 +98,7 @@ def test_post_bodies_are_bounded_and_get_only_servers_refuse_them(url: str) -> N
         get_only.shutdown()
 
 
-def test_a_client_that_leaves_mid_stream_frees_the_replica(server) -> None:  # type: ignore[no-untyped-def]
+def test_a_client_that_leaves_mid_stream_frees_the_replica(server) -> None:
     model = server.openai.model
     with httpx.stream("POST", server.base_url + "/v1/completions",
                       json={"prompt": "a", "max_tokens": 5000, "stream": True}, timeout=10) as r:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from autoscaler.profile.sse import SSEError, SSEParser, read_event
 
-payloads = st.lists(st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)),
+payloads = st.lists(st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]),
                             min_size=1, max_size=40), min_size=0, max_size=8)
 
 

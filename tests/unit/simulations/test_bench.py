@@ -57,7 +57,7 @@ def _strip_times(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return [clean(v) for v in x]
         return x
 
-    return clean(recs)  # type: ignore[no-any-return]
+    return clean(recs)
 
 
 def test_records_do_not_depend_on_the_number_of_workers(tiny: str) -> None:

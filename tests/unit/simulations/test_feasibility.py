@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -80,7 +82,7 @@ def test_prompt_scale_multiplies_every_prompt(tmp_path) -> None:
     path.write_text("".join(f'{{"timestamp": {int(t * 1000)}, "input_length": {int(p)}, "output_length": {int(o)}}}\n'
                             for t, p, o in zip(trace.arrival_s, trace.prompt_tokens, trace.output_tokens,
                                                strict=True)))
-    base = {"name": "x", "trace": {"format": "jsonl", "path": str(path)}}
+    base: dict[str, Any] = {"name": "x", "trace": {"format": "jsonl", "path": str(path)}}
     plain = build_workload(parse_scenario(base))
     scaled = build_workload(parse_scenario({**base, "trace": {**base["trace"], "prompt_scale": 10}}))
     assert isinstance(plain, Trace) and isinstance(scaled, Trace)

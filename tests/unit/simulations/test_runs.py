@@ -21,7 +21,7 @@ def _scenario() -> Scenario:
     return Scenario(name="t", trace=TraceSpec(format="flash-crowd"), initial_replicas=2, cold_start="typical")
 
 
-def test_metrics_view_reports_rates_and_gauges_as_of_the_last_scrape(serving) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_view_reports_rates_and_gauges_as_of_the_last_scrape(serving) -> None:
     trace = poisson_trace(10, 300, prompt=1000, output=100, vary=False)
     fleet = RequestFleet(trace, serving, COLD_START_PROFILES["warm"], initial_replicas=2)
     view = MetricsView(15.0, 60.0)

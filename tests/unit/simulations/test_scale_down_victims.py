@@ -5,6 +5,7 @@ its termination grace period, and whatever is still there then is aborted, count
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 import pytest
@@ -130,5 +131,5 @@ def test_the_grace_sweep_sets_the_grace_of_every_request_level_fleet_and_restore
     sc = load_scenario("azure-code")
     trace = _long_requests(2, output=10)
     with grace(7.0):
-        assert runner.make_fleet(sc, trace, 1).termination_grace_seconds == 7.0
-    assert runner.make_fleet(sc, trace, 1).termination_grace_seconds == 200.0
+        assert cast(RequestFleet, runner.make_fleet(sc, trace, 1)).termination_grace_seconds == 7.0
+    assert cast(RequestFleet, runner.make_fleet(sc, trace, 1)).termination_grace_seconds == 200.0

@@ -33,7 +33,7 @@ def test_unknown_scenario_key_is_an_error() -> None:
     ({"name": "x", "trace": {"format": "diurnal"}, "cold_start": {"warmup_seconds": -5}}, "cold_start"),
     ({"name": "x", "trace": {"format": "diurnal"}, "cold_start": "lukewarm"}, "cold_start"),
 ])
-def test_impossible_profiles_are_errors(data: dict, field: str) -> None:  # type: ignore[type-arg]
+def test_impossible_profiles_are_errors(data: dict, field: str) -> None:
     with pytest.raises(SimulationInputError, match=field):
         parse_scenario(data)
 

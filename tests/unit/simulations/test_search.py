@@ -13,7 +13,7 @@ STATIC = Knob("replicas", 1, 60, 8, "lower", integer=True, log=False)
 TARGET = Knob("target", 0.25, 1024, 32, "higher", tol=0.05)
 
 
-def counted(f: Callable[[float], float], cost: Callable[[float], float]) -> tuple[Callable[[float], Point], list]:  # type: ignore[type-arg]
+def counted(f: Callable[[float], float], cost: Callable[[float], float]) -> tuple[Callable[[float], Point], list]:
     calls: list[float] = []
 
     def ev(v: float) -> Point:

@@ -168,7 +168,7 @@ def test_ours_keeps_the_pool_at_least_min_slots_and_reports_it_to_the_decision(
     seen: list[int | None] = []
     real = ours_module.decide
 
-    def spy(policy, signals, state, now, fcfg):  # type: ignore[no-untyped-def]
+    def spy(policy, signals, state, now, fcfg):
         seen.append(signals.cluster.warm_slots)
         return real(policy, signals, state, now, fcfg)
 

@@ -115,7 +115,7 @@ def prometheus_body(rng: random.Random) -> bytes:
         return rng.choice([b"", b"not json", b"{", b"[]", b"null", b'"success"', b"1e999999", b"[" * 50000,
                            b'{"status": "success", "data": ' + b"9" * 5000 + b"}",
                            bytes(rng.randrange(256) for _ in range(64))])
-    rows = []
+    rows: list[object] = []
     for _ in range(rng.randint(0, 6)):
         metric: object = {"namespace": "default", "model_name": rng.choice(["m", "n", "other"])}
         if rng.random() < 0.3:

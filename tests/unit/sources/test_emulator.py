@@ -51,15 +51,15 @@ class Replica:
         self.running, self.waiting, self.kv_cache_usage = 8, 3, 0.61
         self.prompt_tokens, self.generation_tokens = 8128902.0, 27453.0
         self.request_success, self.preemptions = 131, 0
-        self.queue_time = SimHistogram(REQUEST_LATENCY_BUCKETS)
-        self.ttft = SimHistogram(TTFT_BUCKETS)
+        queue_time = SimHistogram(REQUEST_LATENCY_BUCKETS)
+        ttft = SimHistogram(TTFT_BUCKETS)
         for v in (0.2, 0.4, 1.2, 7.0, 9000.0):
-            self.queue_time.observe(v)
-            self.ttft.observe(v / 10)
+            queue_time.observe(v)
+            ttft.observe(v / 10)
         self.e2e_latency = SimHistogram(REQUEST_LATENCY_BUCKETS).snapshot()
         self.inter_token_latency = SimHistogram((0.01, 0.025)).snapshot()
-        self.queue_time = self.queue_time.snapshot()  # type: ignore[assignment]
-        self.ttft = self.ttft.snapshot()  # type: ignore[assignment]
+        self.queue_time = queue_time.snapshot()
+        self.ttft = ttft.snapshot()
 
 
 def vllm_reference(r: Replica) -> bytes:
@@ -86,6 +86,7 @@ def vllm_reference(r: Replica) -> bytes:
         queue = Histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
                           labels, buckets=REQUEST_LATENCY_BUCKETS, registry=reg)
         lv = ("m", "0")
+        v: float
         g["vllm:num_requests_running"].labels(*lv).set(r.running)
         g["vllm:num_requests_waiting"].labels(*lv).set(r.waiting)
         g["vllm:kv_cache_usage_perc"].labels(*lv).set(r.kv_cache_usage)

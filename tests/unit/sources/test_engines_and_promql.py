@@ -117,6 +117,7 @@ def test_replicas_query_counts_instances_not_dp_engines() -> None:
 def test_model_names_are_escaped_for_regex_and_string() -> None:
     q = PromQLBuilder().signal_query(engine_metrics("vllm"), SignalName.WAITING,
                                      models=['meta-llama/Llama-3.1-8B', 'a"b\\c'])
+    assert q is not None
     assert 'model_name=~"a\\"b\\\\\\\\c|meta-llama/Llama-3\\\\.1-8B"' in q
     assert promql_string('x"y') == '"x\\"y"'
     assert regex_literal("a.b|c") == "a\\.b\\|c"

@@ -9,9 +9,12 @@ import math
 import socket
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
 from autoscaler.core.signals import MISSING
 from autoscaler.sources.engines import SignalName, engine_metrics
@@ -23,7 +26,7 @@ from autoscaler.sources.exposition import (
     read_pod_metrics,
 )
 from autoscaler.sources.lastknown import LastKnown
-from autoscaler.sources.prom_api import PrometheusAPI, SourceError
+from autoscaler.sources.prom_api import PrometheusAPI, Sample, SourceError
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 from autoscaler.sources.promql import PromQLBuilder, promql_string
 from autoscaler.sources.scrape import ScrapeMetricsSource
@@ -97,7 +100,7 @@ def test_the_scanner_refuses_what_is_not_a_sample(line: str) -> None:
 
 
 # -- plausibility at the source ------------------------------------------------------------------------
-def _scrape(body: str) -> tuple[ScrapeMetricsSource, object]:
+def _scrape(body: str) -> tuple[ScrapeMetricsSource, CollectorRegistry]:
     tel, reg = fresh_telemetry()
     transport = httpx.MockTransport(lambda r: httpx.Response(200, text=body))
     return ScrapeMetricsSource({"default/m": ["a"]}, telemetry=tel, transport=transport), reg
@@ -114,7 +117,7 @@ def test_scraped_implausible_gauges_are_missing_and_counted(field: str, raw: str
     sig = {"num_requests_waiting": s.waiting, "num_requests_running": s.running,
            "kv_cache_usage_perc": s.kv_cache_usage}[field]
     assert sig is MISSING
-    assert error_count(reg, "scrape", "implausible") == 1  # type: ignore[arg-type]
+    assert error_count(reg, "scrape", "implausible") == 1
     assert s.waiting.value in (None, 2)
 
 
@@ -133,7 +136,7 @@ def test_kv_rounding_over_one_is_kept_as_one() -> None:
     assert src.collect([msp("m")], NOW)["default/m"].kv_cache_usage.value == 1.0
 
 
-def _prom(answer, **kw) -> tuple[PrometheusMetricsSource, object]:  # type: ignore[no-untyped-def]
+def _prom(answer, **kw: Any) -> tuple[PrometheusMetricsSource, CollectorRegistry]:
     tel, reg = fresh_telemetry()
     transport = prom_transport(answer)
     api = kw.pop("api", None) or (lambda u: PrometheusAPI(u, client=httpx.Client(transport=transport)))
@@ -141,7 +144,8 @@ def _prom(answer, **kw) -> tuple[PrometheusMetricsSource, object]:  # type: igno
                                    **kw), reg
 
 
-def _answer(waiting: str = "3", fresh: bool = True, models: tuple[str, ...] = ("m",)):  # type: ignore[no-untyped-def]
+def _answer(waiting: str = "3", fresh: bool = True,
+            models: tuple[str, ...] = ("m",)) -> Callable[[str], httpx.Response]:
     def answer(q: str) -> httpx.Response:
         if "timestamp(" in q:
             if not fresh:
@@ -160,7 +164,7 @@ def test_prometheus_implausible_values_are_missing_not_zero(raw: str) -> None:
     s = src.collect([msp("m")], NOW)["default/m"]
     assert s.waiting is MISSING and s.running.value == 1
     kinds = ("implausible", "negative", "non_finite")
-    assert sum(error_count(reg, "prometheus", k) for k in kinds) == 1  # type: ignore[arg-type]
+    assert sum(error_count(reg, "prometheus", k) for k in kinds) == 1
 
 
 def test_without_the_freshness_answer_gauges_are_not_fresh() -> None:
@@ -198,7 +202,7 @@ def test_an_edited_policy_does_not_inherit_the_old_models_value() -> None:
 
 
 # -- Prometheus answers --------------------------------------------------------------------------------
-def _raw(body: bytes):  # type: ignore[no-untyped-def]
+def _raw(body: bytes) -> Callable[[str], httpx.Response]:
     return lambda q: httpx.Response(200, content=body, headers={"content-type": "application/json"})
 
 
@@ -224,7 +228,7 @@ def test_hostile_answers_are_counted_and_never_raise(body: str, kind: str) -> No
     src, reg = _prom(_raw(body.encode()))
     out = src.collect([msp("m")], NOW)
     assert out["default/m"].waiting is MISSING
-    assert error_count(reg, "prometheus", kind) >= 1  # type: ignore[arg-type]
+    assert error_count(reg, "prometheus", kind) >= 1
 
 
 def test_a_bad_answer_fails_its_query_group_only() -> None:
@@ -243,7 +247,7 @@ def test_a_bad_answer_fails_its_query_group_only() -> None:
 
 def test_an_unexpected_exception_in_one_query_is_contained() -> None:
     class Boom(PrometheusAPI):
-        def query(self, promql: str, time: float):  # type: ignore[no-untyped-def,override]
+        def query(self, promql: str, time: float) -> list[Sample]:
             if 'team="a"' in promql:
                 raise RuntimeError("bug")
             return super().query(promql, time)
@@ -252,7 +256,7 @@ def test_an_unexpected_exception_in_one_query_is_contained() -> None:
     src, reg = _prom(None, api=lambda u: Boom(u, client=httpx.Client(transport=transport)))
     out = src.collect([msp("m", selector={"team": "a"}), msp("g", selector={"team": "b"})], NOW)
     assert out["default/m"].waiting is MISSING and out["default/g"].waiting.value == 3
-    assert error_count(reg, "prometheus", "unexpected") >= 1  # type: ignore[arg-type]
+    assert error_count(reg, "prometheus", "unexpected") >= 1
 
 
 def test_a_response_over_the_size_cap_is_cut_off() -> None:
@@ -315,7 +319,7 @@ def test_a_policys_own_prometheus_url_needs_the_allow_list() -> None:
     assert "allow-list" in src.policy_errors["default/m"] and "prometheus-allowed-url" in src.policy_errors["default/m"]
     assert out["default/n"].waiting.value == 3 and out["default/d"].waiting.value == 3
     assert sorted(normalize_url(u) for u in asked) == ["http://prom-b:9090", "http://prom:9090"]  # never the other
-    assert error_count(reg, "prometheus", "url_not_allowed") == 1  # type: ignore[arg-type]
+    assert error_count(reg, "prometheus", "url_not_allowed") == 1
     assert "default/m" not in src.failed_policies  # no silent fallback to the scrape either
 
 
@@ -349,7 +353,7 @@ def test_label_selector_values_are_escaped_and_bad_keys_refused() -> None:
     assert promql_string('a"b\\c\nd\re') == '"a\\"b\\\\c\\nd\\x0de"'
     out = src.collect([msp("k", selector={'team"} or vector(1) #': "a"})], NOW)
     assert out["default/k"].waiting is MISSING and "labelSelector key" in src.policy_errors["default/k"]
-    assert error_count(reg, "prometheus", "bad_selector") == 1  # type: ignore[arg-type]
+    assert error_count(reg, "prometheus", "bad_selector") == 1
     with pytest.raises(ValueError, match="labelSelector"):
         PromQLBuilder().plan([msp("k", selector={"a b": "x"})], "http://p")
 

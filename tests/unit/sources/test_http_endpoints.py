@@ -160,7 +160,7 @@ def test_the_bind_address_is_honoured() -> None:
 
 
 @pytest.fixture
-def emulator(tmp_path):  # type: ignore[no-untyped-def]
+def emulator(tmp_path):
     from .test_emulator import make_server
 
     server, _clock, _ = make_server(tmp_path, replicas=1)
@@ -179,7 +179,7 @@ def emulator(tmp_path):  # type: ignore[no-untyped-def]
     ("/replica/0/metrics/../../etc", 404),
     ("/%00", 404),
 ])
-def test_the_emulator_answers_malformed_paths_with_4xx(emulator, path: str, status: int) -> None:  # type: ignore[no-untyped-def]
+def test_the_emulator_answers_malformed_paths_with_4xx(emulator, path: str, status: int) -> None:
     port = emulator.port
     assert get(port, "/replica/0/metrics")[0] == 200
     assert get(port, path)[0] == status

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
 from autoscaler.core.signals import MISSING
 from autoscaler.sources.scrape import ScrapeMetricsSource, pod_url
@@ -21,7 +22,7 @@ T0 = 1_700_000_000.0
 Pages = dict[str, Callable[[], httpx.Response]]
 
 
-def make(pages: Pages, targets: dict[str, list[str]], **kw: object) -> tuple[ScrapeMetricsSource, object]:
+def make(pages: Pages, targets: dict[str, list[str]], **kw: object) -> tuple[ScrapeMetricsSource, CollectorRegistry]:
     tel, reg = fresh_telemetry()
 
     async def handler(request: httpx.Request) -> httpx.Response:

@@ -92,7 +92,8 @@ def _read_bounded(resp: Any, limit: int) -> bytes:
         if len(data) > limit:
             raise ResponseTooLarge(f"API answer of {len(data)} bytes is over the {limit}-byte limit")
         return bytes(data)
-    chunks, total = [], 0
+    chunks: list[bytes] = []
+    total = 0
     while True:
         chunk = read(_CHUNK)
         if not chunk:

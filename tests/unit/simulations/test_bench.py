@@ -149,6 +149,7 @@ def test_headline_reports_a_loss_and_flags_an_oracle_that_is_not_a_bound() -> No
     summary = readme_summary([row], "inference-autoscaler bench --quick")
     assert "costlier in 1: s (evaluation only) (1.20× static)" in summary
     assert "cheaper than the cheapest tuned baseline in 0" in summary
+    assert "ours costs 1.20–1.20× where it reaches 99% (s 1.20×)" in summary
 
 
 def test_a_cheapest_baseline_on_an_unvalidated_fleet_model_also_gets_the_validated_comparison() -> None:
@@ -160,6 +161,8 @@ def test_a_cheapest_baseline_on_an_unvalidated_fleet_model_also_gets_the_validat
     assert row["ours_over_best_validated"] == pytest.approx(0.75)
     md = markdown([row], recs, "x", True, 60.0)
     assert "**loss**: 1.12× hpa (hpa's fleet model is not validated; 0.75× static, the cheapest validated)" in md
+    assert "s (evaluation only) (1.12× hpa; 0.75× static, the cheapest on a validated fleet model)" in \
+        readme_summary([row], "x")
     # every baseline validated: no second comparison
     [plain] = headline([_rec("ours", 0.995, 9.0, "default"), _rec("hpa", 0.995, 8.0), _rec("static", 0.995, 12.0)])
     assert "ours_over_best_validated" not in plain

@@ -80,5 +80,9 @@ def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, last_wai
     # A draining queue is served work that was offered earlier: what arrives now is the service minus it.
     # The drain is read over one tick and the service over the rate window, so at most half the service is
     # taken for the drain.
-    offered = max(DRAIN_SHARE_LIMIT * served, served + confirmed(growth, last_growth) * wpr)
+    # Once the queue is empty the drain is over: what is served now is what arrives.
+    change = confirmed(growth, last_growth)
+    if change < 0 and waiting <= 0:
+        change = 0.0
+    offered = max(DRAIN_SHARE_LIMIT * served, served + change * wpr)
     return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr)

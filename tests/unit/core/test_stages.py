@@ -67,6 +67,10 @@ def test_a_queue_draining_over_two_intervals_is_not_demand() -> None:
     assert demand(pol, r, 0.1, (985.0, 40.0), 1.0, 1000.0).offered == 4.0
     fast = demand(pol, r, 0.1, (985.0, 4000.0), -500.0, 1000.0)
     assert fast.offered == pytest.approx(0.5 * fast.served)
+    # An emptied queue: the drain is over, the service is the demand.
+    done = demand(pol, read(pol, signals(work=4.0, desired=4, waiting=0.0, request_rate=40.0)), 0.1,
+                  (985.0, 30.0), -1.0, 1000.0)
+    assert done.growth == -2.0 and done.offered == 4.0
 
 
 def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -> None:

@@ -21,10 +21,11 @@ DEFAULT_BIND_ADDRESS = "0.0.0.0"
 
 
 def serve(
-    port: int, routes: dict[str, Callable[[], tuple[int, str, bytes]]], host: str = DEFAULT_BIND_ADDRESS
+    port: int, routes: dict[str, Callable[[], tuple[int, str, bytes]]], host: str = DEFAULT_BIND_ADDRESS,
+    header_timeout_seconds: float = 5.0,
 ) -> BoundedHTTPServer:
     """Start a daemon HTTP server; each route returns (status, content type, body). The returned server
-    has `shutdown()` and `server_address`."""
+    has `shutdown()` and `server_address`; a request head must arrive within `header_timeout_seconds`."""
 
     def handle(target: str) -> Response:
         route = routes.get(target.split("?", 1)[0])
@@ -33,7 +34,8 @@ def serve(
         code, ctype, body = route()
         return Response(code, ctype, body)
 
-    return BoundedHTTPServer(host, port, handle, workers=2, name=f"http-{port}").start()
+    return BoundedHTTPServer(host, port, handle, workers=2, name=f"http-{port}",
+                             header_timeout_seconds=header_timeout_seconds).start()
 
 
 def metrics_route(registry: Any) -> Callable[[], tuple[int, str, bytes]]:

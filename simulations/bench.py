@@ -141,7 +141,8 @@ def run_job(job: Job) -> dict[str, Any]:
 def _run_job(job: Job) -> dict[str, Any]:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     base = load_scenario(job.scenario)
-    mode: str = fleet_mode(base.fidelity, job.family)
+    signal = dict(job.secondary).get("signal")
+    mode: str = fleet_mode(base.fidelity, job.family, str(signal) if signal is not None else None)
     label = mode
     if base.fidelity == "fluid" and mode == "request":
         # A multi-day binned workload has no request-level replay that fits the bench (millions of requests
@@ -180,6 +181,15 @@ def _run_job(job: Job) -> dict[str, Any]:
     return record
 
 
+def runnable(scenario_mode: str, family: str, secondary: tuple[tuple[str, Any], ...]) -> bool:
+    """Whether the bench runs this family and setting on a scenario of that fidelity: a fluid scenario
+    has no request-level replay that fits the bench (millions of requests a day), so a family or signal
+    the fluid fleet is not validated for (simulations/fidelity.py) is not run there."""
+    signal = dict(secondary).get("signal")
+    return not (scenario_mode == "fluid"
+                and fleet_mode(scenario_mode, family, str(signal) if signal is not None else None) == "request")
+
+
 def jobs_for(scenarios: Sequence[str], quick: bool, policy_file: str,
              priors_scales: Sequence[float] = PRIORS_SCALES) -> list[Job]:
     """Every job of the bench, the longest first (so the workers stay busy to the end)."""
@@ -192,7 +202,8 @@ def jobs_for(scenarios: Sequence[str], quick: bool, policy_file: str,
             if fam not in FAMILIES:
                 continue
             _, combos = knobs_for(fam, quick)
-            jobs.extend(Job(name, fam, "search", c, quick, policy_file) for c in combos)
+            jobs.extend(Job(name, fam, "search", c, quick, policy_file) for c in combos
+                        if runnable(load_scenario(name).fidelity, fam, c))
     weight = {"kpa": 3.0, "oracle": 3.0, "ours": 1.5}
     fluid = {n: load_scenario(n).fidelity == "fluid" for n in scenarios}
     return sorted(jobs, key=lambda j: (-(weight.get(j.family, 1.0) * (1 if j.kind == "default" else 6)

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from simulations.bench import BASELINES, TARGET, machine
+from simulations.fidelity import FLUID_AGREES_ON_SIGNAL
 from simulations.report import strict_json, write_json
 from simulations.search import fmt
 
@@ -196,6 +197,12 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
             + f" | {oracle} | {_ratio(row['ours_over_best_baseline'])} | {_ratio(row['ours_over_oracle'])} | "
             f"{verdict(row)} | {_infeasible(row)} |")
     lines += ["", "Fleet model per scenario and family (`simulations.fidelity.fleet_mode`): " + _modes(records) + "."]
+    partial = [f"{fam} on {' / '.join(sorted(sigs))}" for fam, sigs in sorted(FLUID_AGREES_ON_SIGNAL.items())]
+    if partial and any(r.get("fleet_mode") == "fluid" for r in records):
+        lines += ["", "On fluid scenarios the families validated there for some signals only are searched on "
+                  "those signals (" + ", ".join(partial) + "); their other signals are not run there: the fluid "
+                  "fleet disagrees with the request-level one on them and a day of requests does not fit a "
+                  "request-level replay (docs/vllm-replica-model.md, \"Fluid and request-level\")."]
     lines += _aborted_table(table, records)
     exact = [row["scenario"] for row in table
              if (row["families"].get("static") or {}).get("reached") and row["families"]["static"].get("exact")]

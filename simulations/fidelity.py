@@ -51,21 +51,28 @@ Mode = Literal["fluid", "request"]
 
 # families whose fluid attainment is held within 2 points of request-level by the agreement test
 FLUID_AGREES: frozenset[str] = frozenset({"ours", "oracle", "kpa", "static"})
+# families validated on the fluid fleet for some of their signals only (the agreement test's HPA/KEDA cases)
+FLUID_AGREES_ON_SIGNAL: dict[str, frozenset[str]] = {"hpa": frozenset({"queue_p90"}),
+                                                     "keda": frozenset({"queue_p90"})}
 FAMILIES: tuple[str, ...] = ("ours", "static", "hpa", "keda", "kpa", "oracle")
 
 
-def fleet_mode(scenario_mode: str, family: str) -> Mode:
-    """The fleet model to score `family` with on a scenario whose own fidelity is `scenario_mode`.
+def fleet_mode(scenario_mode: str, family: str, signal: str | None = None) -> Mode:
+    """The fleet model to score `family` (reading `signal`, for the families that choose one) with on a
+    scenario whose own fidelity is `scenario_mode`.
 
     A request-level scenario always runs request-level. A fluid scenario runs fluid only for the families
-    validated above; the others need the request-level fleet (the bench builds a trace from the bins)."""
+    (and signals) validated above; the others need the request-level fleet, which a multi-day binned
+    workload does not fit (the bench does not run them there)."""
     if scenario_mode not in ("fluid", "request"):
         raise ValueError(f"scenario fidelity {scenario_mode!r}: use 'fluid' or 'request'")
     if family not in FAMILIES:
         raise ValueError(f"policy family {family!r}: use one of {', '.join(FAMILIES)}")
     if scenario_mode == "request":
         return "request"
-    return "fluid" if family in FLUID_AGREES else "request"
+    if family in FLUID_AGREES or signal in FLUID_AGREES_ON_SIGNAL.get(family, frozenset()):
+        return "fluid"
+    return "request"
 
 
 # ---- the shared traces both fleets are compared on (the agreement test, benchmarks/fluid_vs_request.py)

@@ -19,7 +19,15 @@ from simulations.autoscalers.oracle import Oracle
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.registry import make_baseline
 from simulations.bench import default_policy_file
-from simulations.fidelity import FAMILIES, FLUID_AGREES, TRACES, agreement_case, fleet_mode
+from simulations.fidelity import (
+    FAMILIES,
+    FLUID_AGREES,
+    FLUID_AGREES_ON_SIGNAL,
+    TRACES,
+    WINDOWS,
+    agreement_case,
+    fleet_mode,
+)
 from simulations.runner import make_fleet, run
 from simulations.scenario import Scenario
 from simulations.trace import Trace
@@ -75,6 +83,21 @@ def _cases() -> list[tuple[str, str, Setting | None]]:
 def test_every_family_let_run_fluid_is_tested() -> None:
     for family in FLUID_AGREES - {"ours", "oracle"}:
         assert set(BENCH_SETTINGS.get(family, {})) == set(TRACES), family
+    for family, signals in FLUID_AGREES_ON_SIGNAL.items():
+        for signal in signals:
+            assert {t for t, f, (_, sec) in SIGNAL_CASES if f == family and dict(sec)["signal"] == signal} == set(
+                WINDOWS), (family, signal)
+
+
+def test_the_bench_does_not_run_a_signal_the_fluid_fleet_is_not_validated_for_on_a_fluid_scenario() -> None:
+    from simulations.bench import jobs_for
+
+    jobs = jobs_for(["servegen-mid", "azure-conv"], True, default_policy_file(), ())
+    fluid = {(j.family, dict(j.secondary).get("signal")) for j in jobs if j.scenario == "servegen-mid"}
+    request = {(j.family, dict(j.secondary).get("signal")) for j in jobs if j.scenario == "azure-conv"}
+    assert ("hpa", "queue_p90") in fluid and ("keda", "queue_p90") in fluid
+    assert not {("hpa", "waiting"), ("hpa", "running"), ("keda", "waiting")} & fluid
+    assert {("hpa", "waiting"), ("hpa", "running"), ("keda", "waiting")} <= request  # request-level: all run
 
 
 @pytest.mark.slow
@@ -89,11 +112,45 @@ def test_fluid_agrees_with_request_level(trace: str, family: str, setting: Setti
         assert abs(flu.gpu_hours / req.gpu_hours - 1.0) <= 0.10, (trace, family, req.gpu_hours, flu.gpu_hours)
 
 
+# HPA and KEDA on the queue-time p90 signal, across the range the bench's search visits, on the request
+# samples of the workloads the fluid scenarios replay (Azure conv is a request-level scenario: the bench
+# never runs it fluid, and its clones, 10 copies within 100 ms, make a queue-time tail no binned workload
+# carries). Near the target (either fleet at ≥ 94%) attainment agrees within 2 points and GPU-hours within
+# 10 %; deep misses (the diurnal peak window at every threshold, 81–89% elsewhere) only need the same
+# verdict: both fleets below 99%, which is all the bisection reads there. On `waiting` and `running` they
+# do not agree (servegen-large, HPA on waiting 0.59: 93.6% request-level, 100% fluid), so those signals are
+# not run on fluid scenarios (`simulations.bench.runnable`).
+SIGNAL_CASES: tuple[tuple[str, str, Setting], ...] = tuple(
+    (trace, family, (value, (("signal", signal),)))
+    for family, signals in sorted(FLUID_AGREES_ON_SIGNAL.items()) for signal in sorted(signals)
+    for trace in WINDOWS for value in (0.21, 0.2973, 0.42, 0.6))
+NEAR_TARGET = 0.94
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("trace", "family", "setting"), SIGNAL_CASES)
+def test_fluid_agrees_with_request_level_on_the_validated_signals(trace: str, family: str,
+                                                                  setting: Setting) -> None:
+    sc, tr = _case(trace)
+    req = run(sc, tr, _policy(family, setting, sc, tr)).outcome
+    flu = run(sc, tr.binned(sc.bin_seconds), _policy(family, setting, sc, tr)).outcome
+    case = (trace, family, setting, req.attainment, flu.attainment, req.gpu_hours, flu.gpu_hours)
+    assert (req.attainment >= 0.99) == (flu.attainment >= 0.99), case
+    if max(req.attainment, flu.attainment) >= NEAR_TARGET:
+        assert abs(req.attainment - flu.attainment) <= TOLERANCE, case
+        assert abs(flu.gpu_hours / req.gpu_hours - 1.0) <= 0.10, case
+
+
 def test_families_without_agreement_run_request_level() -> None:
     for family in FAMILIES:
         assert fleet_mode("request", family) == "request"
         assert fleet_mode("fluid", family) == ("fluid" if family in FLUID_AGREES else "request")
     assert {"hpa", "keda"}.isdisjoint(FLUID_AGREES)
+    for family in ("hpa", "keda"):  # validated on one signal only
+        assert fleet_mode("fluid", family, "queue_p90") == "fluid"
+        assert fleet_mode("fluid", family, "waiting") == "request"
+        assert fleet_mode("request", family, "queue_p90") == "request"
+    assert fleet_mode("fluid", "hpa", "running") == "request"
     with pytest.raises(ValueError, match="family"):
         fleet_mode("fluid", "vpa")
     with pytest.raises(ValueError, match="fidelity"):

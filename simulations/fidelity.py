@@ -20,21 +20,29 @@ samples of the diurnal and ServeGen scenarios' workloads and the Azure conv 30-m
   8 points optimistic (16 replicas: 40.7 % request-level, 48.7 % fluid; 15: 23.4 / 31.4), the same "misses"
   verdict; one short of the edge in ServeGen m-mid's worst window, 4.6 points (84.0 / 88.6).
 
+- `hpa` and `keda` on the p90 queue time (`FLUID_AGREES_ON_SIGNAL`), on the request samples of the three
+  binned workloads, at thresholds 0.21–0.6 s (the range their searches visit): the same verdict (99% reached
+  or not) everywhere, and where either fleet is within 5 points of the target, attainment within 2 points
+  (0.00–0.26) and GPU-hours within 10 % (≤ 4.6 %). Deep misses differ by up to 2.4 points (servegen-large at
+  0.6 s: 81.2 / 83.6 %), both far below 99%. The bench runs them fluid on that signal only.
+
 It does **not** agree for (docs/vllm-replica-model.md, "Fluid and request-level", has the numbers):
-- `hpa` and `keda`: at the current bench settings (docs/benchmarks.md) attainment and cost agree on three
-  of eight (trace, family) pairs; on `waiting` at ~0.5 waiting requests per pod, the bench's pick on the
-  diurnal and ServeGen m-large scenarios, the request-level fleets swing and the fluid's do not (diurnal
-  peak, KEDA 0.4419: 69.8 % request-level vs 83.5 % fluid; ServeGen m-large, KEDA 0.5256: 97.0 vs 100 and
-  13.0 vs 7.3 GPU-h), and on Azure conv KEDA at p90 queue time 0.42 s buys 5.4 GPU-h request-level vs 9.3
-  fluid. Their queue-time signal's tail on a real engine comes from arrivals bunched within a second
-  queuing behind each other's prefill (9 % of Azure conv requests wait > 0.3 s at 8 replicas, none in the
-  fluid, whose 1-s bins spread each second's arrivals). A per-replica law for that wait
-  (`simulations.step_queue`, vLLM's step loop as a gated polling queue) follows one replica's step loop
-  but not the fleet, whose join-the-shortest-queue routing moves arrivals away from a replica in a long
-  step; wired in, it did not improve the agreement (30 of 76 swept cells within 2 points and 15 %
-  GPU-hours, 34 without), so it is not used.
-Those families must be scored request-level; where the bench cannot (multi-day fluid scenarios), its
-report labels their rows as not validated.
+- `hpa` and `keda` on `waiting` and `running`: at the earlier bench settings (docs/benchmarks.md) attainment
+  and cost agree on three of eight (trace, family) pairs; on `waiting` at ~0.5 waiting requests per pod, the
+  bench's pick on the diurnal and ServeGen m-large scenarios, the request-level fleets swing and the fluid's
+  do not (diurnal peak, KEDA 0.4419: 69.8 % request-level vs 83.5 % fluid; ServeGen m-large, KEDA 0.5256: 97.0
+  vs 100 and 13.0 vs 7.3 GPU-h). On Azure conv (not a fluid scenario) KEDA at p90 queue time 0.42 s buys 5.4
+  GPU-h request-level vs 9.3 fluid: the queue-time tail on a real engine comes from arrivals bunched within a
+  second queuing behind each other's prefill (9 % of Azure conv requests wait > 0.3 s at 8 replicas, none in
+  the fluid, whose 1-s bins spread each second's arrivals). A per-replica law for that wait
+  (`simulations.step_queue`, vLLM's step loop as a gated polling queue) follows one replica's step loop but
+  not the fleet, whose join-the-shortest-queue routing moves arrivals away from a replica in a long step;
+  wired in, it did not improve the agreement (30 of 76 swept cells within 2 points and 15 % GPU-hours, 34
+  without), so it is not used.
+  On Azure conv (a request-level scenario: the fluid is never used for it) the p90 queue-time signal's cost
+  differs too, for the reason above.
+Those families and signals must be scored request-level; where the bench cannot (multi-day fluid scenarios),
+it does not run them (`simulations.bench.runnable`).
 """
 
 from __future__ import annotations

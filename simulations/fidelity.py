@@ -39,8 +39,6 @@ It does **not** agree for (docs/vllm-replica-model.md, "Fluid and request-level"
   not the fleet, whose join-the-shortest-queue routing moves arrivals away from a replica in a long step;
   wired in, it did not improve the agreement (30 of 76 swept cells within 2 points and 15 % GPU-hours, 34
   without), so it is not used.
-  On Azure conv (a request-level scenario: the fluid is never used for it) the p90 queue-time signal's cost
-  differs too, for the reason above.
 Those families and signals must be scored request-level; where the bench cannot (multi-day fluid scenarios),
 it does not run them (`simulations.bench.runnable`).
 """

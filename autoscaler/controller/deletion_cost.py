@@ -110,64 +110,51 @@ class DeletionCoster:
         to leave it as it is (no scale-down now). Never raises: whatever goes wrong here, the scale-down goes
         ahead without costs and the status says why."""
         try:
-            return self._before_write(policy, target, pods, current, desired, metrics_fresh, writing, now)
+            spec = policy.spec.scale_down
+            why = unsupported(target) if spec.deletion_cost else None
+            if why is not None:  # said on every decision (no time stamp: an unchanged status is not rewritten)
+                return self._status("Unsupported", why, None)
+            if desired is None or desired >= current or not writing:
+                return None
+            if not spec.deletion_cost:
+                return self._status("Disabled", "deletionCost: disabled by spec.scaleDown.deletionCost", now)
+            if not metrics_fresh:
+                return self._status(
+                    "Skipped", "deletionCost: not set: the decision's metrics are not fresh, so the ReplicaSet "
+                    "chooses the victims by its default ranking", now)
+            active = [p for p in pods if not is_terminating(p) and not is_finished(p)]
+            remove = len(active) - desired
+            if remove <= 0 or remove >= len(active):
+                return self._status("NotNeeded", f"deletionCost: not needed: {len(active)} pods, {desired} stay", now)
+            names = {str((p.get("metadata") or {}).get("name")): (p.get("status") or {}).get("podIP") for p in active}
+            inflight = pod_inflight(self.source, policy, names, now, policy.spec.metrics.staleness_seconds)
+            # Pods of the target per node (warm placeholders are not visible here: a node they share counts as
+            # the target's alone, which only makes the choice more conservative).
+            per_node: dict[str, int] = {}
+            for p in active:
+                node = (p.get("spec") or {}).get("nodeName")
+                if node:
+                    per_node[str(node)] = per_node.get(str(node), 0) + 1
+            loads = [_pod_load(p, inflight.get(str((p.get("metadata") or {}).get("name"))), per_node) for p in active]
+            if not any(p.inflight is not None for p in loads if p.ready):
+                return self._status(
+                    "Skipped", "deletionCost: not set: no ready pod's in-flight requests are known "
+                    "(per-pod metrics missing or stale)", now)
+            costs = deletion_costs(loads, remove, keep_nodes_warm=policy.spec.warm_capacity.enabled)
+            patched, failed, skipped = self._apply(policy.metadata.namespace, active, costs)
+            victims = replicaset_victims(loads, remove, costs)
+            shown = ", ".join(f"{v} ({_fmt(inflight.get(v))})" for v in victims[:5])
+            msg = (f"deletionCost: set for {current} -> {desired}: the ReplicaSet removes {shown}"
+                   f"{' …' if len(victims) > 5 else ''} (in flight); {patched} pods patched")
+            if failed or skipped:
+                msg += f", {failed} patches failed, {skipped} skipped (over the time budget)"
+            out = self._status("Set" if not failed and not skipped else "Partial", msg, now)
+            out["victims"] = victims[:20]
+            return out
         except Exception as e:
             self.patches.labels(result="failed").inc()
             log.warning("deletion cost for %s failed: %s: %s", policy.key, type(e).__name__, e)
             return self._status("Failed", f"deletionCost: not set: {type(e).__name__}: {str(e)[:200]}", now)
-
-    def _before_write(
-        self,
-        policy: ModelScalingPolicy,
-        target: object,
-        pods: Sequence[Mapping[str, Any]],
-        current: int,
-        desired: int | None,
-        metrics_fresh: bool,
-        writing: bool,
-        now: float,
-    ) -> Obj | None:
-        spec = policy.spec.scale_down
-        why = unsupported(target) if spec.deletion_cost else None
-        if why is not None:  # said on every decision (no time stamp: an unchanged status is not rewritten)
-            return self._status("Unsupported", why, None)
-        if desired is None or desired >= current or not writing:
-            return None
-        if not spec.deletion_cost:
-            return self._status("Disabled", "deletionCost: disabled by spec.scaleDown.deletionCost", now)
-        if not metrics_fresh:
-            return self._status(
-                "Skipped", "deletionCost: not set: the decision's metrics are not fresh, so the ReplicaSet "
-                "chooses the victims by its default ranking", now)
-        active = [p for p in pods if not is_terminating(p) and not is_finished(p)]
-        remove = len(active) - desired
-        if remove <= 0 or remove >= len(active):
-            return self._status("NotNeeded", f"deletionCost: not needed: {len(active)} pods, {desired} stay", now)
-        names = {str((p.get("metadata") or {}).get("name")): (p.get("status") or {}).get("podIP") for p in active}
-        inflight = pod_inflight(self.source, policy, names, now, policy.spec.metrics.staleness_seconds)
-        # Pods of the target per node (warm placeholders are not visible here: a node they share counts as
-        # the target's alone, which only makes the choice more conservative).
-        per_node: dict[str, int] = {}
-        for p in active:
-            node = (p.get("spec") or {}).get("nodeName")
-            if node:
-                per_node[str(node)] = per_node.get(str(node), 0) + 1
-        loads = [_pod_load(p, inflight.get(str((p.get("metadata") or {}).get("name"))), per_node) for p in active]
-        if not any(p.inflight is not None for p in loads if p.ready):
-            return self._status(
-                "Skipped", "deletionCost: not set: no ready pod's in-flight requests are known "
-                "(per-pod metrics missing or stale)", now)
-        costs = deletion_costs(loads, remove, keep_nodes_warm=policy.spec.warm_capacity.enabled)
-        patched, failed, skipped = self._apply(policy.metadata.namespace, active, costs)
-        victims = replicaset_victims(loads, remove, costs)
-        shown = ", ".join(f"{v} ({_fmt(inflight.get(v))})" for v in victims[:5])
-        msg = (f"deletionCost: set for {current} -> {desired}: the ReplicaSet removes {shown}"
-               f"{' …' if len(victims) > 5 else ''} (in flight); {patched} pods patched")
-        if failed or skipped:
-            msg += f", {failed} patches failed, {skipped} skipped (over the time budget)"
-        out = self._status("Set" if not failed and not skipped else "Partial", msg, now)
-        out["victims"] = victims[:20]
-        return out
 
     def _apply(
         self, namespace: str, pods: Sequence[Mapping[str, Any]], costs: Mapping[str, int]

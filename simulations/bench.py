@@ -143,19 +143,16 @@ def _run_job(job: Job) -> dict[str, Any]:
     base = load_scenario(job.scenario)
     signal = dict(job.secondary).get("signal")
     mode: str = fleet_mode(base.fidelity, job.family, str(signal) if signal is not None else None)
-    label = mode
-    if base.fidelity == "fluid" and mode == "request":
-        # A multi-day binned workload has no request-level replay that fits the bench (millions of requests
-        # per day); such a family runs on the fluid model and the report says plainly that its numbers there
-        # are not validated (why, per family: simulations/fidelity.py and docs/vllm-replica-model.md).
-        mode, label = "fluid", ("fluid, NOT validated for this family (fluid and request-level disagree: "
-                                "docs/vllm-replica-model.md)")
+    if not runnable(base.fidelity, job.family, job.secondary):
+        raise JobError(f"{job.title}: the fluid fleet is not validated for this family and signal "
+                       "(simulations/fidelity.py), and a binned workload has no request-level replay that "
+                       "fits: not run", user_error=True)
     sc0, wl = _load(job.scenario, job.quick, mode)
     sc = with_secondary(sc0, job.secondary)
     policy = scaled_priors(_policy(job.policy_file), job.priors_scale)
     record: dict[str, Any] = {"scenario": sc.name, "family": job.family, "kind": job.kind,
                               "secondary": dict(job.secondary), "priors_scale": job.priors_scale,
-                              "fleet_mode": label, "quick": job.quick}
+                              "fleet_mode": mode, "quick": job.quick}
     if job.kind == "default":
         r = _run_record(job, None, None, sc, wl, policy)
         record.update(points=[r], winner=r, reached=r["attainment"] >= TARGET, knob=None, exact=None,
@@ -294,21 +291,12 @@ def headline(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                   if r["kind"] == "default" and r["priors_scale"] != 1}
         reached = [(f, v) for f, v in fams.items() if f in BASELINES and v is not None and v["reached"]]
         best_base = min(reached, key=lambda fv: fv[1]["gpu_hours"]) if reached else None
-        # Families scored on a fleet model not validated for them (simulations.fidelity): the ratio is also
-        # given against the cheapest baseline whose number the agreement test stands behind.
-        unvalidated = sorted({r["family"] for r in recs if "NOT validated" in str(r.get("fleet_mode", ""))})
-        validated = [(f, v) for f, v in reached if f not in unvalidated]
-        best_valid = min(validated, key=lambda fv: fv[1]["gpu_hours"]) if validated else None
         ours, oracle = fams["ours"], fams["oracle"]
         row: dict[str, Any] = {"scenario": name, "families": fams, "priors": priors,
                                "best_baseline": best_base[0] if best_base else None,
                                "ours_over_best_baseline": None, "ours_over_oracle": None, "room_captured": None}
         if ours and ours["reached"] and best_base:
             row["ours_over_best_baseline"] = ours["gpu_hours"] / best_base[1]["gpu_hours"]
-        row["unvalidated"] = unvalidated
-        if best_base and best_base[0] in unvalidated and ours and ours["reached"] and best_valid:
-            row["best_validated_baseline"] = best_valid[0]
-            row["ours_over_best_validated"] = ours["gpu_hours"] / best_valid[1]["gpu_hours"]
         if ours and ours["reached"] and oracle and oracle["reached"]:
             row["ours_over_oracle"] = ours["gpu_hours"] / oracle["gpu_hours"]
             if best_base and best_base[1]["gpu_hours"] > oracle["gpu_hours"]:

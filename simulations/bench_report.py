@@ -149,13 +149,9 @@ def verdict(row: dict[str, Any]) -> str:
     if r is None:
         return "**win**: no tuned baseline reaches 99%"
     name = row["best_baseline"]
-    also = ""
-    if row.get("ours_over_best_validated") is not None:
-        also = (f" ({name}'s fleet model is not validated; {row['ours_over_best_validated']:.2f}× "
-                f"{row['best_validated_baseline']}, the cheapest validated)")
     if r < 1:
-        return f"**win**: {r:.2f}× {name}{also}"
-    return f"**loss**: {r:.2f}× {name}{also}"
+        return f"**win**: {r:.2f}× {name}"
+    return f"**loss**: {r:.2f}× {name}"
 
 
 def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]], command: str, quick: bool,
@@ -351,16 +347,10 @@ def readme_summary(table: Sequence[dict[str, Any]], command: str) -> str:
         if ours is None or not ours["reached"]:
             att = 100 * ours["attainment"] if ours else 0.0
             misses.append(f"{row['scenario']}{tag} ({att:.1f}%)")
+        elif r is None or r < 1:
+            wins.append(f"{row['scenario']}{tag} ({_ratio(r)}× {row['best_baseline'] or 'no baseline reaches'})")
         else:
-            also = ""
-            if row.get("ours_over_best_validated") is not None:
-                also = (f"; {row['ours_over_best_validated']:.2f}× {row['best_validated_baseline']}, the cheapest "
-                        f"on a validated fleet model")
-            if r is None or r < 1:
-                wins.append(f"{row['scenario']}{tag} ({_ratio(r)}× {row['best_baseline'] or 'no baseline reaches'}"
-                            f"{also})")
-            else:
-                losses.append(f"{row['scenario']}{tag} ({r:.2f}× {row['best_baseline']}{also})")
+            losses.append(f"{row['scenario']}{tag} ({r:.2f}× {row['best_baseline']})")
     broken = [row["scenario"] for row in table if row["oracle_broken"]]
     to_oracle = [(row["scenario"], row["ours_over_oracle"]) for row in table if row["ours_over_oracle"] is not None]
     n = len(table)

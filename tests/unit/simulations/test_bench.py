@@ -152,20 +152,10 @@ def test_headline_reports_a_loss_and_flags_an_oracle_that_is_not_a_bound() -> No
     assert "ours costs 1.20–1.20× where it reaches 99% (s 1.20×)" in summary
 
 
-def test_a_cheapest_baseline_on_an_unvalidated_fleet_model_also_gets_the_validated_comparison() -> None:
-    hpa = {**_rec("hpa", 0.995, 8.0), "fleet_mode": "fluid, NOT validated for this family (...)"}
-    recs = [_rec("ours", 0.995, 9.0, "default"), hpa, _rec("static", 0.995, 12.0), _rec("oracle", 0.999, 7.0)]
-    [row] = headline(recs)
-    assert row["best_baseline"] == "hpa" and row["ours_over_best_baseline"] == pytest.approx(9.0 / 8.0)
-    assert row["unvalidated"] == ["hpa"] and row["best_validated_baseline"] == "static"
-    assert row["ours_over_best_validated"] == pytest.approx(0.75)
-    md = markdown([row], recs, "x", True, 60.0)
-    assert "**loss**: 1.12× hpa (hpa's fleet model is not validated; 0.75× static, the cheapest validated)" in md
-    assert "s (evaluation only) (1.12× hpa; 0.75× static, the cheapest on a validated fleet model)" in \
-        readme_summary([row], "x")
-    # every baseline validated: no second comparison
-    [plain] = headline([_rec("ours", 0.995, 9.0, "default"), _rec("hpa", 0.995, 8.0), _rec("static", 0.995, 12.0)])
-    assert "ours_over_best_validated" not in plain
+def test_a_family_and_signal_the_fluid_fleet_is_not_validated_for_is_refused_on_a_fluid_scenario() -> None:
+    job = Job("servegen-mid", "hpa", "search", (("signal", "waiting"),), True, default_policy_file())
+    with pytest.raises(JobError, match="not validated for this family and signal"):
+        run_job(job)
 
 
 def test_curves_compared_count_the_baseline_steps_ours_reaches_for_no_more_cost() -> None:

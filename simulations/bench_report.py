@@ -62,16 +62,12 @@ def frontier_plot(scenario: str, records: Sequence[dict[str, Any]], path: Path) 
 
     fig, ax = plt.subplots(figsize=(9.5, 4.5))
     for fam in ("ours", *BASELINES, "oracle"):
-        pts = [(p["gpu_hours"], miss(p["attainment"])) for r in records
+        raw = [(p["gpu_hours"], p["attainment"]) for r in records
                if r["scenario"] == scenario and r["family"] == fam and r["kind"] == "search" for p in r["points"]]
-        if not pts:
+        if not raw:
             continue
-        pts.sort()
-        env, best = [], math.inf
-        for g, m in pts:
-            if m < best:
-                best = m
-                env.append((g, m))
+        pts = [(g, miss(a)) for g, a in raw]
+        env = [(g, miss(a)) for g, a in envelope(raw)]
         c = COLORS[fam]
         ax.scatter([g for g, _ in pts], [m for _, m in pts], s=9, color=c, alpha=0.35)
         ax.step([g for g, _ in env], [m for _, m in env], where="post", color=c, lw=1.5,

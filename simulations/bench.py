@@ -141,8 +141,7 @@ def run_job(job: Job) -> dict[str, Any]:
 def _run_job(job: Job) -> dict[str, Any]:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     base = load_scenario(job.scenario)
-    signal = dict(job.secondary).get("signal")
-    mode: str = fleet_mode(base.fidelity, job.family, str(signal) if signal is not None else None)
+    mode: str = job_fleet_mode(base.fidelity, job.family, job.secondary)
     if not runnable(base.fidelity, job.family, job.secondary):
         raise JobError(f"{job.title}: the fluid fleet is not validated for this family and signal "
                        "(simulations/fidelity.py), and a binned workload has no request-level replay that "
@@ -178,13 +177,17 @@ def _run_job(job: Job) -> dict[str, Any]:
     return record
 
 
+def job_fleet_mode(scenario_mode: str, family: str, secondary: tuple[tuple[str, Any], ...]) -> str:
+    """`fleet_mode` for a job: the signal, for the families that choose one, is among its settings."""
+    signal = dict(secondary).get("signal")
+    return fleet_mode(scenario_mode, family, str(signal) if signal is not None else None)
+
+
 def runnable(scenario_mode: str, family: str, secondary: tuple[tuple[str, Any], ...]) -> bool:
     """Whether the bench runs this family and setting on a scenario of that fidelity: a fluid scenario
     has no request-level replay that fits the bench (millions of requests a day), so a family or signal
     the fluid fleet is not validated for (simulations/fidelity.py) is not run there."""
-    signal = dict(secondary).get("signal")
-    return not (scenario_mode == "fluid"
-                and fleet_mode(scenario_mode, family, str(signal) if signal is not None else None) == "request")
+    return not (scenario_mode == "fluid" and job_fleet_mode(scenario_mode, family, secondary) == "request")
 
 
 def jobs_for(scenarios: Sequence[str], quick: bool, policy_file: str,
@@ -192,7 +195,7 @@ def jobs_for(scenarios: Sequence[str], quick: bool, policy_file: str,
     """Every job of the bench, the longest first (so the workers stay busy to the end)."""
     jobs: list[Job] = []
     for name in scenarios:
-        load_scenario(name)  # fail here, in one line, on a bad name or file
+        fidelity = load_scenario(name).fidelity  # fail here, in one line, on a bad name or file
         jobs.append(Job(name, "ours", "default", (), quick, policy_file))
         jobs.extend(Job(name, "ours", "default", (), quick, policy_file, k) for k in priors_scales if k != 1)
         for fam in FAMILY_ORDER:
@@ -200,7 +203,7 @@ def jobs_for(scenarios: Sequence[str], quick: bool, policy_file: str,
                 continue
             _, combos = knobs_for(fam, quick)
             jobs.extend(Job(name, fam, "search", c, quick, policy_file) for c in combos
-                        if runnable(load_scenario(name).fidelity, fam, c))
+                        if runnable(fidelity, fam, c))
     weight = {"kpa": 3.0, "oracle": 3.0, "ours": 1.5}
     fluid = {n: load_scenario(n).fidelity == "fluid" for n in scenarios}
     return sorted(jobs, key=lambda j: (-(weight.get(j.family, 1.0) * (1 if j.kind == "default" else 6)

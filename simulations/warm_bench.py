@@ -13,6 +13,9 @@ A warm pool is a fleet-level setting (`ClusterSpec.warm_slots`, simulations/life
 warm at t = 0, kept at N for the whole run. Every family gets the same pool: an operator can run a fixed
 placeholder Deployment next to any autoscaler. `ours` runs with `spec.warmCapacity` enabled and
 minSlots = maxSlots = N (`with_warm_pool`), so the pool it keeps is N whatever its decision sizes.
+`ours-sized` is the same policy with minSlots = 0 and maxSlots = N: from the N slots every family starts with,
+its decision sizes the pool every tick (autoscaler/core/stages/warm.py), so the column says what the sizing
+keeps and what that buys; at pool 0 it is `ours` exactly and is not run.
 
 One job = scenario × family × pool: the bench's bisection (`simulations.search.search`, quick tolerances, no
 probe beyond the boundary) of the family's main knob, with its secondary knobs fixed at `SECONDARY` (the
@@ -49,7 +52,8 @@ from simulations.trace import BinnedWorkload, Trace
 
 TARGET = 0.99
 SCENARIOS = ("flash-crowd", "azure-code")
-FAMILIES = ("ours", "static", "hpa", "keda", "kpa")
+FAMILIES = ("ours", "ours-sized", "static", "hpa", "keda", "kpa")
+SIZED = "ours-sized"  # ours with the pool sized by its decision within [0, N]
 POOLS = (0, 1, 2, 4)
 # Behaviour knobs per scenario: each family's winning secondary setting in docs/benchmarks.md's
 # decision-quality table (the main knob is searched again here for every pool size).
@@ -100,21 +104,29 @@ def with_pool(sc: Scenario, pool: int, prestaged: float | None = None) -> Scenar
     return sc.model_copy(update={"cluster": cluster, "name": name})
 
 
+def with_sized_pool(policy: PolicySpec, most: int, weights_cache_path: str | None = None) -> PolicySpec:
+    """`ours-sized`: warm capacity on with minSlots 0 and maxSlots `most`, so the decision sizes the pool."""
+    warm = with_warm_pool(policy, most, weights_cache_path).warm_capacity.model_copy(update={"min_slots": 0})
+    return policy.model_copy(update={"warm_capacity": warm})
+
+
 def run_job(job: WarmJob) -> dict[str, Any]:
     wall0 = time.perf_counter()
     base, wl = _workload(job.scenario, job.cold_start)
     sc = with_pool(base, job.pool, job.prestaged)
-    policy = with_warm_pool(_policy(job.policy_file), job.pool,
-                            PRESTAGE_PATH if job.prestaged is not None and job.pool else None)
-    secondary = SECONDARY.get(job.scenario, {}).get(job.family, ())
-    knob = main_knob(job.family, secondary, quick=True)
+    path = PRESTAGE_PATH if job.prestaged is not None and job.pool else None
+    sized = job.family == SIZED
+    family = "ours" if sized else job.family
+    policy = (with_sized_pool if sized else with_warm_pool)(_policy(job.policy_file), job.pool, path)
+    secondary = SECONDARY.get(job.scenario, {}).get(family, ())
+    knob = main_knob(family, secondary, quick=True)
 
     def evaluate(v: float) -> Point:
         label = ", ".join([knob.label(v)] + [f"{k}={fmt(x)}" for k, x in secondary])
-        res = replay(job.family, v, secondary, sc, wl, policy, label, TARGET)
+        res = replay(family, v, secondary, sc, wl, policy, label, TARGET)
         return Point(v, res.outcome.attainment, res.outcome.gpu_hours, {**res.to_dict(), "value": v})
 
-    start = float(sc.initial_replicas) if job.family == "static" else None
+    start = float(sc.initial_replicas) if family == "static" else None
     if job.at is not None:  # one setting: a search over the single value it is given
         knob = replace(knob, lo=job.at, hi=job.at)
     found = search(evaluate, knob, TARGET, start=job.at if job.at is not None else start, probe_beyond=False)
@@ -127,10 +139,11 @@ def run_job(job: WarmJob) -> dict[str, Any]:
 def jobs_for(scenarios: Sequence[str], families: Sequence[str], pools: Sequence[int],
              policy_file: str, cold_start: str | None = None, at: float | None = None,
              prestaged: float | None = None) -> list[WarmJob]:
-    """Every job; the first and the middle pool sizes of every family first (a partial run still compares)."""
+    """Every job; the first and the middle pool sizes of every family first (a partial run still compares).
+    `ours-sized` has no pool-0 job (with at most 0 slots it is `ours` at pool 0)."""
     order = sorted(pools, key=lambda p: (p not in (pools[0], pools[len(pools) // 2]), p))
     return [WarmJob(s, f, p, policy_file, cold_start, at, prestaged) for p in order for s in scenarios
-            for f in families]
+            for f in families if not (f == SIZED and p == 0)]
 
 
 def run_all(jobs: Sequence[WarmJob], workers: int, records_file: Path | None = None) -> list[dict[str, Any]]:
@@ -251,7 +264,8 @@ def section(records: Sequence[dict[str, Any]], command: str, plots: Sequence[Pat
              "boundary); its behaviour knobs are fixed at the winners of the decision-quality bench above. A pool "
              "of N is N placeholders holding one replica's GPUs each, warm at t = 0 and replaced when a replica "
              "takes one; they cost GPU-hours like replicas (docs/warm-capacity-sim.md). Ours keeps the pool at "
-             "N through `spec.warmCapacity` (minSlots = maxSlots = N).", "", table(records)]
+             "N through `spec.warmCapacity` (minSlots = maxSlots = N); ours-sized starts from the same N and "
+             "lets its decision size the pool within [0, N] (minSlots 0, maxSlots N).", "", table(records)]
     for p in plots:
         rel = p.relative_to(doc.parent) if doc is not None and p.is_relative_to(doc.parent) else p
         lines.append(f"![{p.stem}]({rel.as_posix()})")

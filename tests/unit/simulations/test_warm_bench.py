@@ -75,3 +75,23 @@ def test_negative_prestaged_is_a_one_line_error(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit):
         warm_bench.main(["--prestaged", "-1"])
     assert "--prestaged: a median load time in seconds" in capsys.readouterr().err
+
+
+def test_ours_sized_lets_the_decision_size_the_pool_within_zero_and_n(small: Path, tmp_path: Path) -> None:
+    jobs = warm_bench.jobs_for([str(small)], ["ours", "ours-sized"], [0, 2], "p.yaml")
+    assert [(j.family, j.pool) for j in jobs] == [("ours", 0), ("ours", 2), ("ours-sized", 2)]  # no sized pool 0
+    from simulations.bench import default_policy_file
+
+    spec = warm_bench._policy(default_policy_file())
+    w = warm_bench.with_sized_pool(spec, 4, "/cache").warm_capacity
+    assert (w.enabled, w.min_slots, w.max_slots, w.weights_cache_path) == (True, 0, 4, "/cache")
+    out = tmp_path / "w.json"
+    assert warm_bench.main(["--scenarios", str(small), "--families", "ours,ours-sized", "--pools", "2",
+                            "--workers", "1", "--at", "0.5", "--json", str(out)]) == 0
+    by_family = {r["family"]: r["winner"] for r in json.loads(out.read_text())["records"]}
+    fixed, sized = by_family["ours"], by_family["ours-sized"]
+    # the fixed pool holds 2 slots for the whole run; the sized one only what its decision keeps (at most 2)
+    run_hours = 600 / 3600
+    assert fixed["warm_gpu_hours"] == pytest.approx(2 * run_hours, rel=0.02)
+    assert 0 <= sized["warm_gpu_hours"] <= fixed["warm_gpu_hours"] + 1e-9
+    assert sized["warm_gpu_hours"] != pytest.approx(fixed["warm_gpu_hours"], rel=0.02)

@@ -30,7 +30,7 @@ import logging
 import threading
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubernetes import client
@@ -157,14 +157,19 @@ def pod_spec_from_pods(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] |
 
 @dataclass(frozen=True, slots=True)
 class WarmStatus:
-    """What the policy's status says about its warm pool."""
+    """What the policy's status says about its warm pool. `gpus_per_slot` (a replica's GPUs; None: unknown)
+    gives `gpusHeld`, what the running placeholders cost: GPUs billed like a replica's, serving nothing."""
 
     desired: int
     running: int
     message: str
+    gpus_per_slot: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"desiredSlots": self.desired, "runningSlots": self.running, "message": self.message}
+        out: dict[str, Any] = {"desiredSlots": self.desired, "runningSlots": self.running, "message": self.message}
+        if self.gpus_per_slot is not None:
+            out["gpusHeld"] = self.running * self.gpus_per_slot
+        return out
 
 
 class WarmPool:
@@ -197,15 +202,16 @@ class WarmPool:
         ns, warm = policy.metadata.namespace, policy.spec.warm_capacity
         name = placeholder_name(target_name)
         key = (ns, name)
+        gpus = policy.spec.model.gpus_per_replica
         if not warm.enabled:
-            return self._disable(key, running, dry_run)
+            return replace(self._disable(key, running, dry_run), gpus_per_slot=gpus)
         if target_kind == "Deployment":
             source: Mapping[str, Any] | None = self._deployment_template(ns, target_name, target_resource_version)
         else:
             source = pod_spec_from_pods(pods)
         if source is None:
             return WarmStatus(replicas, running, f"no placeholder yet: {target_kind} {target_name} has no pod to "
-                                                 "copy GPUs and placement from")
+                                                 "copy GPUs and placement from", gpus)
         body = placeholder_deployment(policy, policy_uid, target_name, placeholder_pod_spec(source, warm,
                                                                                               policy.spec.model.name),
                                       replicas)
@@ -213,14 +219,16 @@ class WarmPool:
         with self._lock:
             memo = self._applied.get(key)
         if dry_run:
-            return WarmStatus(replicas, running, f"dry run: would keep {replicas} placeholder(s) in Deployment {name}")
+            return WarmStatus(replicas, running, f"dry run: would keep {replicas} placeholder(s) in Deployment {name}",
+                              gpus)
         # What was applied counts for REASSERT_SECONDS, and only for the same policy object: one deleted and
         # created again (a new uid) owns a new Deployment (the old one is garbage-collected).
         fresh = memo is not None and memo[0][2] == policy_uid and 0 <= now - memo[1] < REASSERT_SECONDS
         last = memo[0] if memo is not None and fresh else None
         if last != wanted:
             self._apply(key, body, last, wanted, now)
-        return WarmStatus(replicas, running, f"{running}/{replicas} placeholder(s) running in Deployment {name}")
+        return WarmStatus(replicas, running, f"{running}/{replicas} placeholder(s) running in Deployment {name}, "
+                                             f"holding {running * gpus} GPU(s)", gpus)
 
     def _apply(self, key: tuple[str, str], body: Obj, last: tuple[int, str, str] | None,
                wanted: tuple[int, str, str], now: float) -> None:

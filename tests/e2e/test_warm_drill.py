@@ -7,19 +7,22 @@ policy, the chart's PriorityClass `inference-autoscaler-warm`, value -10, preemp
 pods run on node B. A flash crowd makes the controller scale 2 -> 4 (replicas.max); no GPU is free, so the
 scheduler preempts the placeholders (the replicas' priority 0 is higher) and binds the replicas to node B.
 The placeholders the ReplicaSet recreates stay Pending until the node provisioner (a 6 s boot) adds a node
-for them: that node is theirs, not the replicas'.
+for them: that node is theirs, not the replicas'. Before that, the real API server's CRD refuses bad
+warmCapacity and scaleDown.deletionCost fields with messages naming the field.
 
 Needs .ci/build-kube.sh, .ci/install-helm.sh and .ci/install-prometheus.sh; fails (never skips) without.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from autoscaler.observe.warm import WARM_FOR_LABEL
 
@@ -54,6 +57,19 @@ def warm_policy() -> dict[str, Any]:
     })
 
 
+def rejected(ws: Workspace, name: str, spec: dict[str, Any]) -> tuple[int, str]:
+    """(HTTP status, the API server's message) of creating a policy that the CRD should refuse."""
+    body = policy(name, deployment_ref(APP), MODEL, spec)
+    try:
+        ws.create_policy(body)
+    except client.ApiException as e:
+        try:
+            return int(e.status), str(json.loads(e.body)["message"])
+        except (ValueError, KeyError, TypeError):
+            return int(e.status), str(e.body)
+    return 200, ""
+
+
 def report(lines: list[str]) -> None:
     print("\n" + "\n".join(lines), file=sys.stderr)
 
@@ -83,6 +99,14 @@ def test_a_burst_preempts_placeholders_and_replicas_start_without_a_new_node(
     emu.start()
     prom = ws.prometheus(emu)
     prom.wait_for("vllm:num_requests_waiting", n=BASE)
+    # The real API server's CRD refuses bad warm-capacity and deletion-cost fields, naming the field.
+    bad = {
+        "order": rejected(ws, "bad-order", {"warmCapacity": {"enabled": True, "minSlots": 3, "maxSlots": 1}}),
+        "class": rejected(ws, "bad-class", {"warmCapacity": {"priorityClassName": "Warm_Class"}}),
+        "path": rejected(ws, "bad-path", {"warmCapacity": {"weightsCachePath": "models"}}),
+        "slots": rejected(ws, "bad-slots", {"warmCapacity": {"minSlots": -1}}),
+        "cost": rejected(ws, "bad-cost", {"scaleDown": {"deletionCost": "maybe"}}),
+    }
     ws.create_policy(warm_policy())
     ctl = ws.controller("warm", prometheus_url=prom.url)
     placeholders = f"{WARM_FOR_LABEL}=llama-8b"
@@ -128,7 +152,16 @@ def test_a_burst_preempts_placeholders_and_replicas_start_without_a_new_node(
         f"learned: {(status.get('learned') or {}).get('coldStart')}",
         f"warm status: {status.get('warmCapacity')}; last decision components: "
         f"{(status.get('lastDecision') or {}).get('components')}",
+        *(f"CRD refuses {k}: {code} {msg[:200]}" for k, (code, msg) in bad.items()),
     ])
+
+    # 0. The CRD's checks, on the real API server.
+    assert all(code == 422 for code, _ in bad.values()), bad
+    assert "spec.warmCapacity" in bad["order"][1] and "minSlots must be ≤ maxSlots" in bad["order"][1], bad
+    assert "spec.warmCapacity.priorityClassName" in bad["class"][1], bad
+    assert "spec.warmCapacity.weightsCachePath" in bad["path"][1], bad
+    assert "spec.warmCapacity.minSlots" in bad["slots"][1] and "greater than or equal to 0" in bad["slots"][1], bad
+    assert "spec.scaleDown.deletionCost" in bad["cost"][1] and "boolean" in bad["cost"][1], bad
 
     # 1. The new replicas took the warm slots: bound to node B, which existed before the burst.
     assert len(new) == TOP - BASE, new

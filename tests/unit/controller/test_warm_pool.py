@@ -86,6 +86,7 @@ def test_keeps_a_placeholder_deployment_owned_by_the_policy_with_the_replicas_gp
     assert dep["spec"]["selector"]["matchLabels"] == {WARM_FOR_LABEL: "llama"}
     st = status_of(kube)
     assert st["warmCapacity"]["desiredSlots"] == 2 and st["warmCapacity"]["runningSlots"] == 0
+    assert st["warmCapacity"]["gpusHeld"] == 0  # nothing runs yet: nothing is billed
     assert st["lastDecision"]["components"]["warm_slots"] == 2
 
 
@@ -169,6 +170,7 @@ def test_running_placeholders_are_warm_slots_for_the_decision(kube, api, source)
     make_controller(api, source).run_once()
     st = status_of(kube)
     assert st["warmCapacity"]["runningSlots"] == 1  # the pending one holds nothing yet
+    assert st["warmCapacity"]["gpusHeld"] == 1 and "holding 1 GPU(s)" in st["warmCapacity"]["message"]
     # Default priors: a warm slot skips node provisioning (100 s, high quantile ~147 s).
     assert st["leadTimeSeconds"] < cold - 100
 
@@ -316,3 +318,11 @@ def test_running_placeholders_count_bound_running_and_not_deleted() -> None:
     assert running_placeholders(pods) == {("models", "llama"): 1, ("x", "llama"): 1}
     long = "p" * 80
     assert len(warm_label_value(long)) <= 63 and warm_label_value(long) != warm_label_value(long[:-1] + "q")
+
+
+def test_the_status_says_what_the_running_placeholders_hold() -> None:
+    from autoscaler.controller.warmpool import WarmStatus
+
+    assert WarmStatus(3, 2, "m", gpus_per_slot=4).to_dict() == {
+        "desiredSlots": 3, "runningSlots": 2, "message": "m", "gpusHeld": 8}
+    assert "gpusHeld" not in WarmStatus(3, 2, "could not keep them").to_dict()  # a failure: GPUs unknown

@@ -175,7 +175,7 @@ def test_ours_keeps_the_pool_at_least_min_slots_and_reports_it_to_the_decision(
     monkeypatch.setattr(ours_module, "decide", spy)
     spec = load_policy_file(str(bundled_path("default-policy.yaml")))[0].spec
     trace = poisson_trace(2, 600)
-    ours = Ours(with_warm_pool(spec, 2))  # the decision asks for 0 today: minSlots holds the pool at 2
+    ours = Ours(with_warm_pool(spec, 2))  # minSlots = maxSlots = 2: the pool is 2 whatever the decision sizes
     res = run(_scenario(0), trace, ours)  # the scenario starts with no pool: ours orders it at its first tick
     first = ours.interval_seconds
     assert res.outcome.warm_gpu_hours == pytest.approx(2 * (trace.duration_seconds - first) / 3600)

@@ -171,6 +171,8 @@ def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:
         reasons.append(d.reason.value)
         if ours_fleet is not None:
             ours_fleet.set_target(desired, t_rel)
+            if spec.warm_capacity.enabled:  # the placeholder pool: its GPUs count in the estimate's GPU-hours
+                ours_fleet.lifecycle.set_warm_slots(d.warm_slots, t_rel)
             ours_ready[i] = ours_fleet.ready_replicas
         else:
             ours_ready[i] = desired

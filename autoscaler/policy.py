@@ -187,7 +187,9 @@ class CapacitySpec(_Spec):
     )
     target_utilization: float = Field(default=0.75, gt=0, le=1)
     learn: bool = True
-    learn_min_factor: float = Field(default=0.5, gt=0, le=1, description="learned capacity ≥ prior × this")
+    learn_min_factor: float = Field(
+        default=0.5, gt=0, le=1,
+        description="learned capacity ≥ this × the prior, or × the throughput measured under a real queue when lower")
     learn_max_factor: float = Field(default=2.0, ge=1, le=100, description="learned capacity ≤ prior × this")
     slo_feedback: SLOFeedbackSpec = SLOFeedbackSpec()
 

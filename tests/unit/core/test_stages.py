@@ -12,7 +12,7 @@ from autoscaler.core.signals import ClusterFacts, LatencyHistogram, ReplicaCount
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity
+from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity, learned_floor
 from autoscaler.core.stages.demand import DEFAULT_GENERATION_TOKENS, demand, queue_growth, work_per_request
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import panic
@@ -85,11 +85,11 @@ def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -
 
 # capacity
 def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0,
-         backlog=None, budget=None):
+         backlog=None, budget=None, stats=None):
     # backlog: the queue in work units (default: one replica-second per waiting sequence)
     return capacity(pol, signals or Signals(), reps, served, waiting, waiting if backlog is None else backlog, kv,
-                    learn, CapacityStats(), slo or SloCapacity(), 1.0, None, steady, budget or SloBudget(), 15.0,
-                    now)
+                    learn, stats or CapacityStats(), slo or SloCapacity(), 1.0, None, steady,
+                    budget or SloBudget(), 15.0, now)
 
 
 def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_utilization() -> None:
@@ -399,6 +399,23 @@ def test_capacity_explores_past_the_evidence_only_while_the_whole_slo_has_budget
     assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held, budget=on_budget).factor == pytest.approx(top)
     assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held, budget=over).factor == pytest.approx(top * 0.9)
     assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held, budget=over).explain()["capacity_explore"] == -0.1
+
+
+def test_a_knee_under_the_floor_counts_once_a_replica_was_measured_slower_than_the_prior() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0, "learnMinFactor": 0.5})
+    reps = ReplicaCounts(desired=4, ready=4)
+    knee = SloCapacity()
+    for _ in range(10):  # the SLO holds at 0.3 per replica and breaks at 0.43
+        knee = knee.observe(0.3, 100.0, 0.0).observe(0.43, 100.0, 10.0)
+    over = knee.knee(0.99)[0]
+    assert over is not None and over < 0.5
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=knee).factor == pytest.approx(0.5)  # prior unmeasured: floored
+    slow = CapacityStats((0.7,) * 40)  # drained 0.7 of the prior under a real queue
+    assert learned_floor(pol, slow) == pytest.approx(0.5 * slow.factor(pol.capacity)) and learned_floor(pol, slow) < 0.4
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=knee, stats=slow).factor == pytest.approx(over)
+    fast = CapacityStats((1.4,) * 40)  # faster than the prior: the floor stays at the prior's
+    assert learned_floor(pol, fast) == 0.5
+    assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=knee, stats=fast).factor == pytest.approx(0.5)
 
 
 def test_the_budget_counts_every_judged_window_starts_included_and_not_stale_ones() -> None:

@@ -1,0 +1,132 @@
+"""How much of ours' gap to the oracle is the price of not seeing the future?
+
+The oracle (simulations/autoscalers/oracle.py) plans from the trace's requirement `req[s]`, a property of
+the arrivals up to second s, and its foresight is only in *when* it orders replicas: a cold start before
+the requirement rises. The causal reference here keeps everything else (the same requirement, exact and
+without metric lag, the same headroom knob bisected to the cheapest plan reaching 99%) and drops the
+foresight: it orders replicas when the requirement of the last tick exceeds the fleet, and lets one go when
+the requirement has stayed below the fleet for a cold start. It has no forecaster either, so on traffic
+with a daily shape a forecasting policy can beat it; on minute-scale rises nobody forecasts, it says what
+perfect measurement alone can do.
+
+    python benchmarks/causal_reference.py [--scenarios a,b] [--workers 2]
+
+prints, per quick scenario: the oracle (as the bench runs it), the causal reference, ours as shipped, and
+the ratios. docs/benchmarks.md ("Oracle and causal reference") records a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+from simulations.autoscalers.base import Autoscaler, Context
+from simulations.autoscalers.oracle import HEADROOM_BOUNDS, ORACLE_TARGET, TICK_SECONDS, Oracle, peek_leads, plan_need
+
+SCENARIOS = ("diurnal", "servegen-large", "servegen-large-cold", "servegen-mid", "azure-code", "azure-conv",
+             "azure-conv-cold", "flash-crowd")
+
+
+class CausalReference(Oracle):
+    """The oracle's plan, followed without foresight (see the module docstring)."""
+
+    name = "causal"
+
+    def __init__(self, need, min_replicas: int, initial: int):  # type: ignore[no-untyped-def]
+        super().__init__(need, min_replicas)
+        self._initial = initial
+
+    def initial_replicas(self, default: int) -> int:
+        return max(self.min_replicas, self._initial)  # where every online family starts
+
+    def tick(self, now: float, ctx: Context) -> int | None:
+        fleet = ctx.fleet
+        active = fleet.target
+        current = self.need_between(max(0.0, now - TICK_SECONDS), now)
+        if current > active:
+            return current
+        lead = peek_leads(fleet.lifecycle, now, 1)[0]
+        recent = self.need_between(max(0.0, now - lead), now)  # keep a replica for a cold start after its use
+        return recent if recent < active else active
+
+
+def _replay(args: tuple[str, str, float]) -> tuple[str, str, float, float, float]:
+    from simulations.autoscalers.ours import Ours
+    from simulations.bench import _load, _policy, default_policy_file
+    from simulations.runner import run
+
+    name, family, value = args
+    sc, wl = _load(name, True, sc_mode(name))
+    auto: Autoscaler
+    if family == "ours":
+        auto = Ours(_policy(default_policy_file()))
+    elif family == "oracle":
+        auto = Oracle.for_scenario(sc, wl, value)
+    else:
+        auto = CausalReference(plan_need(sc, wl, value), max(0, sc.min_replicas), sc.initial_replicas)
+    r = run(sc, wl, auto)
+    return name, family, value, r.outcome.attainment, r.outcome.gpu_hours
+
+
+def sc_mode(name: str) -> str:
+    from simulations.fidelity import fleet_mode
+    from simulations.scenario import load_scenario
+
+    return fleet_mode(load_scenario(name).fidelity, "oracle")
+
+
+def _bisect(pool: ProcessPoolExecutor, names: list[str], family: str, tolerance: float = 0.03
+            ) -> dict[str, tuple[float, float, float] | None]:
+    """Per scenario, the cheapest headroom reaching the target: (headroom, attainment, GPU-h) or None.
+    Scenarios bisect side by side, one replay each per round."""
+    lo = dict.fromkeys(names, HEADROOM_BOUNDS[0])
+    hi = dict.fromkeys(names, HEADROOM_BOUNDS[1])
+    best: dict[str, tuple[float, float, float] | None] = dict.fromkeys(names)
+    todo = {n: hi[n] for n in names}
+    while todo:
+        for name, _, h, att, gpu in pool.map(_replay, [(n, family, h) for n, h in todo.items()]):
+            print(f"  {name:20s} {family:7s} headroom {h:6.3f}: {att * 100:6.2f}% {gpu:9.2f} GPU-h", flush=True)
+            if att >= ORACLE_TARGET:
+                hi[name], best[name] = h, (h, att, gpu)
+            else:
+                lo[name] = h
+        todo = {n: math.sqrt(lo[n] * hi[n]) for n in names
+                if best[n] is not None and hi[n] > lo[n] * (1.0 + tolerance)}
+    return best
+
+
+def _cell(v: tuple[float, float, float] | None) -> str:
+    return "✗" if v is None else f"{v[2]:.2f} (headroom {v[0]:.3g})"
+
+
+def _ratio(gpu: float | None, of: tuple[float, float, float] | None) -> str:
+    return "–" if gpu is None or of is None else f"{gpu / of[2]:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--workers", type=int, default=2)
+    a = ap.parse_args(argv)
+    names = [n for n in a.scenarios.split(",") if n]
+    with ProcessPoolExecutor(a.workers) as pool:
+        ours = {n: (att, gpu) for n, _, _, att, gpu in pool.map(_replay, [(n, "ours", 0.0) for n in names])}
+        oracle = _bisect(pool, names, "oracle")
+        causal = _bisect(pool, names, "causal")
+
+    print("\n| scenario | oracle (headroom plan) | causal reference | causal ÷ oracle | ours as shipped "
+          "| ours ÷ oracle | ours ÷ causal |")
+    print("|---|---|---|---|---|---|---|")
+    for n in names:
+        o, c, (att, gpu) = oracle[n], causal[n], ours[n]
+        reached = att >= ORACLE_TARGET
+        print(f"| {n} | {_cell(o)} | {_cell(c)} | {_ratio(c[2] if c else None, o)} | "
+              f"{f'{gpu:.2f}' if reached else f'✗ {att * 100:.1f}%'} | {_ratio(gpu if reached else None, o)} | "
+              f"{_ratio(gpu if reached else None, c)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,7 +8,6 @@ Needs .ci/build-kube.sh, .ci/install-helm.sh and .ci/install-prometheus.sh; fail
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from .drill.manifests import (
     policy,
 )
 from .drill.release import LEASE_SECONDS, RELEASE_NAMESPACE, RETRY_SECONDS, UNWATCHED
-from .drill.tools import free_port
+from .drill.tools import api_result, free_port
 from .drill.workspace import Workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -45,18 +44,6 @@ INTERVAL = 2.0
 
 def report(*lines: str) -> None:
     print("\n" + "\n".join(lines), file=sys.stderr)
-
-
-def api_result(call: Callable[[], Any]) -> tuple[int, str]:
-    """(HTTP status, the API server's message) of one call; (200, "") when it succeeds."""
-    try:
-        call()
-    except client.ApiException as e:
-        try:
-            return int(e.status), str(json.loads(e.body)["message"])
-        except (ValueError, KeyError, TypeError):
-            return int(e.status), str(e.body)
-    return 200, ""
 
 
 def dead_prometheus_url() -> str:

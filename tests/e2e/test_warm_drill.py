@@ -15,20 +15,19 @@ Needs .ci/build-kube.sh, .ci/install-helm.sh and .ci/install-prometheus.sh; fail
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from autoscaler.observe.warm import WARM_FOR_LABEL
 
 from .drill.history import condition, wait_for
 from .drill.load import burst_trace, flash_crowd
 from .drill.manifests import deployment_ref, model_deployment, policy
+from .drill.tools import api_result
 from .drill.workspace import Workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -59,15 +58,7 @@ def warm_policy() -> dict[str, Any]:
 
 def rejected(ws: Workspace, name: str, spec: dict[str, Any]) -> tuple[int, str]:
     """(HTTP status, the API server's message) of creating a policy that the CRD should refuse."""
-    body = policy(name, deployment_ref(APP), MODEL, spec)
-    try:
-        ws.create_policy(body)
-    except client.ApiException as e:
-        try:
-            return int(e.status), str(json.loads(e.body)["message"])
-        except (ValueError, KeyError, TypeError):
-            return int(e.status), str(e.body)
-    return 200, ""
+    return api_result(lambda: ws.create_policy(policy(name, deployment_ref(APP), MODEL, spec)))
 
 
 def report(lines: list[str]) -> None:

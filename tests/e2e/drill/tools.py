@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kubernetes import client
 
 INSTALLERS = {
     "helm": "bash .ci/install-helm.sh",
@@ -35,3 +39,15 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def api_result(call: Callable[[], Any]) -> tuple[int, str]:
+    """(HTTP status, the API server's message) of one call; (200, "") when it succeeds."""
+    try:
+        call()
+    except client.ApiException as e:
+        try:
+            return int(e.status), str(json.loads(e.body)["message"])
+        except (ValueError, KeyError, TypeError):
+            return int(e.status), str(e.body)
+    return 200, ""

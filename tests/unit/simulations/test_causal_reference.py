@@ -17,7 +17,7 @@ def test_it_orders_only_after_the_requirement_rose_and_serves_no_more_than_the_o
     ordered: list[tuple[float, int, int]] = []
     orig = causal.tick
 
-    def tick(now, ctx):  # type: ignore[no-untyped-def]
+    def tick(now, ctx):
         want = orig(now, ctx)
         if want is not None and want > ctx.fleet.target:
             ordered.append((now, want, causal.need_between(0.0, now)))

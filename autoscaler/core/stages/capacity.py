@@ -22,7 +22,7 @@ from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, SloCapacity
 from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment
-from autoscaler.policy import PolicySpec
+from autoscaler.policy import CapacitySpec, PolicySpec
 
 MAX_PLANNED_UTILIZATION = 0.95
 SATURATED_KV = 0.95
@@ -81,18 +81,16 @@ def _since(steady: bool, previous: float | None, now: float) -> float | None:
     return min(previous, now) if previous is not None else now
 
 
-def learned_floor(policy: PolicySpec, stats: CapacityStats) -> float:
+def learned_floor(cap: CapacitySpec, throughput: float) -> float:
     """The lowest capacity at the SLO the learner may plan with, as a factor of the prior: `learnMinFactor`
-    of the prior, or of what a replica was measured to drain under a real queue when that is slower.
+    of the prior, or of what a replica was measured to drain under a real queue (`throughput`,
+    `CapacityStats.factor`: 1 until measured) when that is slower.
 
     The floor keeps a knee found in noise from collapsing the plan, and it is relative to the best evidence
     of a replica's speed: a prior that overstates the replica (a faster GPU's figure, another token mix)
     would otherwise pin the plan above the SLO's knee (priors ×1.3 on servegen-large: the knee is 0.42 of
     that prior, under a 0.5 floor; docs/benchmarks.md, decision change H)."""
-    cap = policy.capacity
-    if len(stats.samples) < MIN_SATURATED_SAMPLES:
-        return cap.learn_min_factor
-    return cap.learn_min_factor * min(1.0, stats.factor(cap))
+    return cap.learn_min_factor * min(1.0, throughput)
 
 
 def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, served: float, waiting: float,
@@ -134,10 +132,10 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
                         settled_since, steady_since, budget, 0.0)
     explore = budget.explore(policy.slo.quantile, EXPLORE)
-    factor = slo.per_replica(policy.slo.quantile, PRIOR_SLO_SHARE, learned_floor(policy, stats),
+    throughput = stats.factor(cap)
+    factor = slo.per_replica(policy.slo.quantile, PRIOR_SLO_SHARE, learned_floor(cap, throughput),
                              cap.learn_max_factor, explore)
     if len(stats.samples) >= MIN_SATURATED_SAMPLES:
-        factor = min(factor, MAX_PLANNED_UTILIZATION * stats.factor(cap))
+        factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     usable = factor * min(1.0, cap.target_utilization / lf)
-    return Capacity(stats, slo, factor, stats.factor(cap), lf, usable, settled_since, steady_since, budget,
-                    explore)
+    return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore)

@@ -411,10 +411,11 @@ def test_a_knee_under_the_floor_counts_once_a_replica_was_measured_slower_than_t
     assert over is not None and over < 0.5
     assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=knee).factor == pytest.approx(0.5)  # prior unmeasured: floored
     slow = CapacityStats((0.7,) * 40)  # drained 0.7 of the prior under a real queue
-    assert learned_floor(pol, slow) == pytest.approx(0.5 * slow.factor(pol.capacity)) and learned_floor(pol, slow) < 0.4
+    floor = learned_floor(pol.capacity, slow.factor(pol.capacity))
+    assert floor == pytest.approx(0.5 * slow.factor(pol.capacity)) and floor < 0.4
     assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=knee, stats=slow).factor == pytest.approx(over)
     fast = CapacityStats((1.4,) * 40)  # faster than the prior: the floor stays at the prior's
-    assert learned_floor(pol, fast) == 0.5
+    assert learned_floor(pol.capacity, fast.factor(pol.capacity)) == 0.5
     assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=knee, stats=fast).factor == pytest.approx(0.5)
 
 

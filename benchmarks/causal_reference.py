@@ -3,27 +3,32 @@
 The oracle (simulations/autoscalers/oracle.py) plans from the trace's requirement `req[s]`, a property of
 the arrivals up to second s, and its foresight is only in *when* it orders replicas: a cold start before
 the requirement rises. The causal reference here keeps everything else (the same requirement, exact and
-without metric lag, the same headroom knob bisected to the cheapest plan reaching 99%) and drops the
-foresight: it orders replicas when the requirement of the last tick exceeds the fleet, and lets one go when
-the requirement has stayed below the fleet for a cold start. It has no forecaster either, so on traffic
-with a daily shape a forecasting policy can beat it; on minute-scale rises nobody forecasts, it says what
-perfect measurement alone can do.
+without metric lag, the same headroom knob, searched by the bench's own search for the cheapest plan
+reaching 99%) and drops the foresight: it orders replicas when the requirement of the last tick exceeds
+the fleet, and lets one go when the requirement has stayed below the fleet for a cold start. It has no
+forecaster either, so on traffic with a daily shape a forecasting policy can beat it; on minute-scale rises
+nobody forecasts, it says what perfect measurement alone can do.
 
     python benchmarks/causal_reference.py [--scenarios a,b] [--workers 2]
 
-prints, per quick scenario: the oracle (as the bench runs it), the causal reference, ours as shipped, and
-the ratios. docs/benchmarks.md ("Oracle and causal reference") records a run.
+prints, per quick scenario: the oracle's headroom plan (searched as the bench searches it), the causal
+reference, ours as shipped, and the ratios. docs/benchmarks.md ("Oracle and causal reference") records a run.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
 
-from simulations.autoscalers.base import Autoscaler, Context
-from simulations.autoscalers.oracle import HEADROOM_BOUNDS, ORACLE_TARGET, TICK_SECONDS, Oracle, peek_leads, plan_need
+from simulations.autoscalers.base import Context
+from simulations.autoscalers.oracle import ORACLE_TARGET, TICK_SECONDS, Oracle, peek_leads, plan_need
+from simulations.search import Point, main_knob, search
+
+if TYPE_CHECKING:
+    from simulations.scenario import Scenario
+    from simulations.trace import BinnedWorkload, Trace
 
 SCENARIOS = ("diurnal", "servegen-large", "servegen-large-cold", "servegen-mid", "azure-code", "azure-conv",
              "azure-conv-cold", "flash-crowd")
@@ -52,49 +57,42 @@ class CausalReference(Oracle):
         return recent if recent < active else active
 
 
-def _replay(args: tuple[str, str, float]) -> tuple[str, str, float, float, float]:
-    from simulations.autoscalers.ours import Ours
-    from simulations.bench import _load, _policy, default_policy_file
-    from simulations.runner import run
-
-    name, family, value = args
-    sc, wl = _load(name, True, sc_mode(name))
-    auto: Autoscaler
-    if family == "ours":
-        auto = Ours(_policy(default_policy_file()))
-    elif family == "oracle":
-        auto = Oracle.for_scenario(sc, wl, value)
-    else:
-        auto = CausalReference(plan_need(sc, wl, value), max(0, sc.min_replicas), sc.initial_replicas)
-    r = run(sc, wl, auto)
-    return name, family, value, r.outcome.attainment, r.outcome.gpu_hours
-
-
-def sc_mode(name: str) -> str:
+def _scenario(name: str) -> tuple[Scenario, Trace | BinnedWorkload]:
+    from simulations.bench import _load
     from simulations.fidelity import fleet_mode
     from simulations.scenario import load_scenario
 
-    return fleet_mode(load_scenario(name).fidelity, "oracle")
+    return _load(name, True, fleet_mode(load_scenario(name).fidelity, "oracle"))  # the oracle's fleet model
 
 
-def _bisect(pool: ProcessPoolExecutor, names: list[str], family: str, tolerance: float = 0.03
-            ) -> dict[str, tuple[float, float, float] | None]:
-    """Per scenario, the cheapest headroom reaching the target: (headroom, attainment, GPU-h) or None.
-    Scenarios bisect side by side, one replay each per round."""
-    lo = dict.fromkeys(names, HEADROOM_BOUNDS[0])
-    hi = dict.fromkeys(names, HEADROOM_BOUNDS[1])
-    best: dict[str, tuple[float, float, float] | None] = dict.fromkeys(names)
-    todo = {n: hi[n] for n in names}
-    while todo:
-        for name, _, h, att, gpu in pool.map(_replay, [(n, family, h) for n, h in todo.items()]):
-            print(f"  {name:20s} {family:7s} headroom {h:6.3f}: {att * 100:6.2f}% {gpu:9.2f} GPU-h", flush=True)
-            if att >= ORACLE_TARGET:
-                hi[name], best[name] = h, (h, att, gpu)
-            else:
-                lo[name] = h
-        todo = {n: math.sqrt(lo[n] * hi[n]) for n in names
-                if best[n] is not None and hi[n] > lo[n] * (1.0 + tolerance)}
-    return best
+def _ours(name: str) -> tuple[str, float, float]:
+    from simulations.autoscalers.ours import Ours
+    from simulations.bench import _policy, default_policy_file
+    from simulations.runner import run
+
+    sc, wl = _scenario(name)
+    r = run(sc, wl, Ours(_policy(default_policy_file())))
+    return name, r.outcome.attainment, r.outcome.gpu_hours
+
+
+def _searched(job: tuple[str, str]) -> tuple[str, str, tuple[float, float, float] | None]:
+    """The cheapest headroom reaching the target, found by the bench's own search of the oracle's knob
+    (quick brackets): (headroom, attainment, GPU-h), or None when no headroom within bounds reaches it."""
+    from simulations.runner import run
+
+    name, family = job
+    sc, wl = _scenario(name)
+
+    def evaluate(h: float) -> Point:
+        auto = (Oracle.for_scenario(sc, wl, h) if family == "oracle" else
+                CausalReference(plan_need(sc, wl, h), max(0, sc.min_replicas), sc.initial_replicas))
+        r = run(sc, wl, auto)
+        print(f"  {name:20s} {family:7s} headroom {h:6.3f}: {r.outcome.attainment * 100:6.2f}% "
+              f"{r.outcome.gpu_hours:9.2f} GPU-h", flush=True)
+        return Point(h, r.outcome.attainment, r.outcome.gpu_hours, {})
+
+    res = search(evaluate, main_knob("oracle", quick=True), ORACLE_TARGET, probe_beyond=False)
+    return name, family, (res.best.value, res.best.attainment, res.best.gpu_hours) if res.reached else None
 
 
 def _cell(v: tuple[float, float, float] | None) -> str:
@@ -112,9 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     names = [n for n in a.scenarios.split(",") if n]
     with ProcessPoolExecutor(a.workers) as pool:
-        ours = {n: (att, gpu) for n, _, _, att, gpu in pool.map(_replay, [(n, "ours", 0.0) for n in names])}
-        oracle = _bisect(pool, names, "oracle")
-        causal = _bisect(pool, names, "causal")
+        ours = {n: (att, gpu) for n, att, gpu in pool.map(_ours, names)}
+        found = {(n, f): v for n, f, v in pool.map(_searched, [(n, f) for f in ("oracle", "causal") for n in names])}
+    oracle = {n: found[n, "oracle"] for n in names}
+    causal = {n: found[n, "causal"] for n in names}
 
     print("\n| scenario | oracle (headroom plan) | causal reference | causal ÷ oracle | ours as shipped "
           "| ours ÷ oracle | ours ÷ causal |")

@@ -11,6 +11,8 @@ error budget 1 − quantile (its burn: 1 = on budget).
 - between half and the whole budget: hold at the highest load seen to hold;
 - over budget: plan EXPLORE below it.
 The knee, once found, still wins: this only changes how far past the evidence the plan may go.
+The same burn gates the SLO feedback's response to misses while replicas start (stages/slo_feedback.py):
+they raise the load factor only while it is at 2 or more, and the factor relaxes only under 1.
 """
 
 from __future__ import annotations

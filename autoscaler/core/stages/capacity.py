@@ -127,7 +127,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         missed = (1.0 - attained) * requests if queued(policy, signals, waiting, stale) else 0.0
         slo = slo.observe(served / ready, requests, missed)
     lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
-                     now - settled_since if settled_since is not None else 0.0)
+                     now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile))
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
         return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
                         settled_since, steady_since, budget, 0.0)

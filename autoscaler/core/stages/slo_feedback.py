@@ -11,6 +11,16 @@ from autoscaler.policy import PolicySpec
 # SLO misses count towards the load factor only once the fleet has been settled this long: latency
 # histograms cover a rate window (~1 min) and include requests that queued before capacity arrived.
 SETTLED_SECONDS = 120.0
+# Misses while replicas start (demand rose faster than they come up) are the ones the settled windows never
+# see, and on traffic with minute-scale rises they are most of the SLO's misses. They raise the factor only
+# while the SLO's error budget over hours (autoscaler/core/slo_budget.py, starts included) burns at
+# BURNING times its rate or more, and then at TRANSIENT_RATE_SHARE of the settled rate: one late start is
+# the price of a cold start, a budget burnt by them says the fleet keeps too little headroom for the rises
+# it meets. The factor then relaxes only once the budget is back on track (burn under RELAX_BELOW_BURN):
+# the headroom stays while the hours' misses still say it is needed (docs/benchmarks.md, decision change I).
+BURNING = 2.0
+TRANSIENT_RATE_SHARE = 0.1
+RELAX_BELOW_BURN = 1.0
 
 
 def slo_attainment(policy: PolicySpec, signals: Signals, stale: float) -> float | None:
@@ -62,12 +72,15 @@ def prefill_bound(policy: PolicySpec, signals: Signals, stale: float) -> bool:
 
 
 def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last_tick: float,
-                settled_for: float) -> float:
+                settled_for: float, burn: float | None = None) -> float:
     """The SLO-feedback factor on the load each replica is planned for (see SLOFeedbackSpec).
 
     Misses while the fleet has been settled for a while (nothing starting, no queue left from a
-    scale-up) raise it with the shortfall, up to ×1.65 a minute at a full miss. Attainment with half
-    the error budget to spare lowers it with e-folding time `relaxSeconds`. In between it holds."""
+    scale-up) raise it with the shortfall, up to ×1.65 a minute at a full miss; misses while it is not
+    settled raise it at a tenth of that pace, and only while the hours' error budget burns at twice its
+    rate or more (`burn`: SloBudget.burn, None while too few requests were judged). Attainment with half
+    the error budget to spare lowers it with e-folding time `relaxSeconds`, once that budget is on track
+    again. In between it holds."""
     spec = policy.capacity.slo_feedback
     if not spec.enabled:
         return 1.0
@@ -77,8 +90,9 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
     target = policy.slo.quantile
     budget = max(1e-6, 1.0 - target)
     if attained < target:
-        if settled_for >= SETTLED_SECONDS:
-            h *= math.exp(0.5 * min(1.0, (target - attained) / budget) * dt / 60.0)
-    elif attained >= target + budget / 2:
+        rate = 1.0 if settled_for >= SETTLED_SECONDS else (
+            TRANSIENT_RATE_SHARE if burn is not None and burn >= BURNING else 0.0)
+        h *= math.exp(rate * 0.5 * min(1.0, (target - attained) / budget) * dt / 60.0)
+    elif attained >= target + budget / 2 and (burn is None or burn < RELAX_BELOW_BURN):
         h *= math.exp(-dt / spec.relax_seconds)
     return min(spec.max, max(spec.min, h))

@@ -287,6 +287,20 @@ def test_slo_misses_while_replicas_start_do_not_raise_the_load_factor() -> None:
     assert state.load_factor == 1.0
 
 
+def test_slo_misses_while_replicas_start_raise_the_load_factor_once_the_hours_budget_burns() -> None:
+    from autoscaler.core.slo_budget import SloBudget
+
+    pol = policy()
+    starting = (StartingReplica("warmup", age_seconds=30.0),)
+    # two hours on the books with 5% missed: five times the 1% error budget
+    state = replace(CoreState(), slo_budget=SloBudget(judged=100_000.0, missed=5_000.0))
+    for i in range(8):
+        s = replace(signals(work=4.0, desired=9, ready=8, starting=starting), ttft_histogram=_ttft_histogram(0.8))
+        state = run(pol, s, state, now=1000.0 + 15 * i).state
+    # a tenth of the settled pace: ×1.65 a minute settled, ×1.05 a minute here, for two minutes
+    assert 1.05 < state.load_factor < 1.2
+
+
 def test_load_factor_relaxes_while_the_slo_holds_with_margin() -> None:
     pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600}})
     state = replace(CoreState(), load_factor=3.0)

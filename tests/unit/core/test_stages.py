@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from autoscaler.core.capacity import CapacityStats
@@ -154,6 +156,24 @@ def test_load_factor_rises_on_misses_only_once_settled_and_relaxes_with_margin()
     assert load_factor(pol, 1.0, 2.0, 15.0, 600.0) < 2.0
     assert load_factor(pol, None, 2.0, 15.0, 600.0) == 2.0  # nothing to judge: hold
     assert load_factor(pol, 0.0, 1.0, 1e9, 600.0) <= pol.capacity.slo_feedback.max
+
+
+def test_misses_while_replicas_start_raise_the_load_factor_slowly_only_while_the_budget_burns() -> None:
+    pol = policy()
+    settled = load_factor(pol, 0.8, 1.0, 15.0, 600.0)
+    assert load_factor(pol, 0.8, 1.0, 15.0, 0.0, burn=None) == 1.0  # too few requests judged: hold
+    assert load_factor(pol, 0.8, 1.0, 15.0, 0.0, burn=1.9) == 1.0  # a start's misses, budget not burning
+    starting = load_factor(pol, 0.8, 1.0, 15.0, 0.0, burn=2.0)
+    assert 1.0 < starting < settled
+    # a tenth of the settled pace: the same exponent, scaled
+    assert math.log(starting) == pytest.approx(math.log(settled) / 10)
+
+
+def test_the_load_factor_relaxes_only_once_the_budget_is_back_on_track() -> None:
+    pol = policy()
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=1.0) == 2.0  # hours of misses still on the books
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=0.99) < 2.0
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=None) < 2.0
 
 
 # predictive

@@ -7,9 +7,10 @@ runs of each draw side by side:
 
     python benchmarks/seed_variants.py write DIR [--offsets 100,200]
     inference-autoscaler bench --quick --priors-scales '' --scenarios DIR/*~s1.yaml --json s1.json   # etc.
-    python benchmarks/seed_variants.py table shipped.json s1.json s2.json
+    python benchmarks/seed_variants.py table shipped.json s1.json s2.json [--readme README.md]
 
-docs/benchmarks.md ("Other seeds") records a run.
+docs/benchmarks.md ("Other seeds") records a run; `--readme` writes its one-paragraph summary between the
+README's `<!-- seeds:start -->` and `<!-- seeds:end -->` markers.
 """
 
 from __future__ import annotations
@@ -53,6 +54,53 @@ def _cell(row: dict[str, Any]) -> str:
     return cell
 
 
+def _draws(files: list[str]) -> dict[str, list[tuple[bool, float, float | None]]]:
+    """Per scenario, per bench JSON: (reached, ours' attainment, ours / the cheapest reached baseline)."""
+    out: dict[str, list[tuple[bool, float, float | None]]] = {}
+    for f in files:
+        for row in json.loads(Path(f).read_text(encoding="utf-8"))["headline"]:
+            fams = row["families"]
+            ours = fams["ours"]
+            reached = [v["gpu_hours"] for k, v in fams.items() if k in BASELINES and v.get("reached")]
+            ratio = ours["gpu_hours"] / min(reached) if ours.get("reached") and reached else None
+            name = Path(row["scenario"]).name.removesuffix(".yaml").split("~")[0]
+            out.setdefault(name, []).append((bool(ours.get("reached")), float(ours["attainment"]), ratio))
+    return out
+
+
+def summary(files: list[str]) -> str:
+    """The table in one paragraph (what the README says about the other draws)."""
+    draws = _draws(files)
+    always = [n for n, d in draws.items() if all(r for r, _, _ in d)]
+    ratios = [x for n in always for _, _, x in draws[n] if x is not None]
+    never = [n for n, d in draws.items() if not any(r for r, _, _ in d)]
+    some = [n for n in draws if n not in always and n not in never]
+    parts = []
+    if always:
+        span = f" at {min(ratios):.2f}–{max(ratios):.2f}× the draw's cheapest tuned baseline" if ratios else ""
+        parts.append(f"reaches 99% on every draw of {', '.join(always)}{span}")
+    for n in some:
+        missed = [a for r, a, _ in draws[n] if not r]
+        parts.append(f"misses it on {len(missed)} of {len(draws[n])} draws of {n} "
+                     f"({', '.join(f'{a * 100:.1f}%' for a in missed)})")
+    if never:
+        parts.append(f"misses it on every draw of {', '.join(never)}")
+    count = max((len(d) for d in draws.values()), default=0)
+    return (f"These verdicts are for one seed per scenario. Run on {count} draws of every scenario (the shipped "
+            f"seed and {count - 1} others; each baseline searched again on each), ours " + "; ".join(parts)
+            + ": see \"Other seeds\" in [`docs/benchmarks.md`](docs/benchmarks.md) for the table and the command.")
+
+
+def write_readme(readme: Path, text: str) -> None:
+    """Replace what stands between the seeds markers; ValueError when the markers are missing."""
+    start, end = "<!-- seeds:start -->", "<!-- seeds:end -->"
+    doc = readme.read_text(encoding="utf-8")
+    i, j = doc.find(start), doc.find(end)
+    if i < 0 or j < i:
+        raise ValueError(f"{readme}: add the lines {start} and {end} where the summary goes")
+    readme.write_text(doc[:i + len(start)] + "\n" + text + "\n" + doc[j:], encoding="utf-8")
+
+
 def table(files: list[str]) -> list[str]:
     """One row per scenario, one column per bench JSON: ours' GPU-hours and ratios, or its attainment."""
     cols: list[dict[str, str]] = []
@@ -74,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--offsets", default="100,200", help="added to each scenario's seed, one variant each")
     t = sub.add_parser("table", help="ours per scenario across bench --json files (one column each)")
     t.add_argument("files", nargs="+")
+    t.add_argument("--readme", type=Path, help="also write the summary into this README between the seeds markers")
     a = ap.parse_args(argv)
     if a.cmd == "write":
         try:
@@ -84,6 +133,13 @@ def main(argv: list[str] | None = None) -> int:
             print(p)
     else:
         print("\n".join(table(a.files)))
+        print("\n" + summary(a.files))
+        if a.readme is not None:
+            try:
+                write_readme(a.readme, summary(a.files))
+            except (OSError, ValueError) as e:
+                print(f"seed_variants: {e}", file=sys.stderr)
+                return 2
     return 0
 
 

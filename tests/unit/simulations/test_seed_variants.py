@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
-from benchmarks.seed_variants import table, write
+from benchmarks.seed_variants import main, summary, table, write, write_readme
 from simulations.scenario import bench_scenario_names, load_scenario
 
 
@@ -34,3 +35,42 @@ def test_table_puts_each_draw_in_its_own_column(tmp_path: Path) -> None:
     lines = table([str(a), str(b)])
     assert lines[0] == "| scenario | a | b |"
     assert lines[2] == "| diurnal | 80.00 (0.80× static, 1.60× oracle) | ✗ 98.4% |"
+
+
+def _bench(tmp_path: Path, name: str, cells: dict[str, tuple[bool, float, float]]) -> str:
+    """A bench --json with one row per scenario: ours (reached, attainment, GPU-h) against static at 100."""
+    rows = [{"scenario": f"/x/{n}~s1.yaml", "families": {
+        "ours": {"reached": r, "attainment": a, "gpu_hours": g},
+        "static": {"reached": True, "gpu_hours": 100.0}, "oracle": {"reached": True, "gpu_hours": 50.0}}}
+        for n, (r, a, g) in cells.items()]
+    path = tmp_path / name
+    path.write_text(json.dumps({"headline": rows}))
+    return str(path)
+
+
+def test_summary_sorts_scenarios_by_how_many_draws_reach_99(tmp_path: Path) -> None:
+    a = _bench(tmp_path, "a.json", {"diurnal": (True, 0.995, 80.0), "flash": (False, 0.84, 20.0),
+                                    "cold": (True, 0.991, 120.0)})
+    b = _bench(tmp_path, "b.json", {"diurnal": (True, 0.996, 95.0), "flash": (False, 0.82, 20.0),
+                                    "cold": (False, 0.989, 110.0)})
+    text = summary([a, b])
+    assert "Run on 2 draws" in text
+    assert "reaches 99% on every draw of diurnal at 0.80–0.95×" in text
+    assert "misses it on 1 of 2 draws of cold (98.9%)" in text
+    assert "misses it on every draw of flash" in text
+
+
+def test_readme_summary_goes_between_the_markers_and_nothing_else_changes(tmp_path: Path) -> None:
+    a = _bench(tmp_path, "a.json", {"diurnal": (True, 0.995, 80.0)})
+    readme = tmp_path / "README.md"
+    readme.write_text("top\n<!-- seeds:start -->\nold words\n<!-- seeds:end -->\nbottom\n")
+    assert main(["table", a, "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("top\n<!-- seeds:start -->\nThese verdicts")
+    assert text.endswith("<!-- seeds:end -->\nbottom\n")
+    assert "old words" not in text
+    bare = tmp_path / "BARE.md"
+    bare.write_text("no markers\n")
+    with pytest.raises(ValueError, match="seeds:start"):
+        write_readme(bare, "x")
+    assert main(["table", a, "--readme", str(bare)]) == 2 and bare.read_text() == "no markers\n"

@@ -8,6 +8,7 @@ runs of each draw side by side:
     python benchmarks/seed_variants.py write DIR [--offsets 100,200]
     inference-autoscaler bench --quick --priors-scales '' --scenarios DIR/*~s1.yaml --json s1.json   # etc.
     python benchmarks/seed_variants.py table shipped.json s1.json s2.json [--readme README.md]
+    python benchmarks/seed_variants.py ours DIR [--policy FILE] [--workers 2]   # ours alone, every draw
 
 docs/benchmarks.md ("Other seeds") records a run; `--readme` writes its one-paragraph summary between the
 README's `<!-- seeds:start -->` and `<!-- seeds:end -->` markers.
@@ -114,6 +115,34 @@ def table(files: list[str]) -> list[str]:
     return lines
 
 
+def ours_table(out: Path, policy_file: str, workers: int = 2, names: list[str] | None = None) -> list[str]:
+    """Ours as configured in `policy_file` on every shipped scenario and its variants in `out` (written by
+    `write`): one row per scenario, one column per draw, attainment and GPU-hours (quick traces). No
+    baseline is searched: a minute or two on 2 cores instead of a bench per draw."""
+    from simulations.bench import Job, run_jobs
+
+    columns = sorted({p.stem.split("~")[1] for p in out.glob("*~s*.yaml")}, key=lambda k: int(k[1:]))
+    names = bench_scenario_names() if names is None else names
+    cells = [(n, col) for n in names for col in ["", *columns]]
+    for n, col in cells:
+        if col and not (out / f"{n}~{col}.yaml").is_file():
+            raise FileNotFoundError(f"{out / f'{n}~{col}.yaml'}: run `seed_variants.py write {out}` first")
+    jobs = [Job(str(out / f"{n}~{col}.yaml") if col else n, "ours", "default", (), True, policy_file)
+            for n, col in cells]
+    records = run_jobs(jobs, workers)
+    got = {cell: (bool(r["reached"]), r["winner"]) for cell, r in zip(cells, records, strict=True)}
+    head = ["shipped seed", *(f"variant {c}" for c in columns)]
+    lines = ["| scenario | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+    for n in names:
+        row = []
+        for col in ["", *columns]:
+            reached, w = got[(n, col)]
+            mark = "" if reached else "✗ "
+            row.append(f"{mark}{w['attainment'] * 100:.2f}% {w['gpu_hours']:.2f}")
+        lines.append(f"| {n} | " + " | ".join(row) + " |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -123,7 +152,20 @@ def main(argv: list[str] | None = None) -> int:
     t = sub.add_parser("table", help="ours per scenario across bench --json files (one column each)")
     t.add_argument("files", nargs="+")
     t.add_argument("--readme", type=Path, help="also write the summary into this README between the seeds markers")
+    o = sub.add_parser("ours", help="ours alone on every shipped scenario and its variants in DIR")
+    o.add_argument("dir", type=Path)
+    o.add_argument("--policy", default=None, help="policy file (default: the bench's default policy)")
+    o.add_argument("--workers", type=int, default=2)
     a = ap.parse_args(argv)
+    if a.cmd == "ours":
+        from simulations.bench import default_policy_file
+
+        try:
+            print("\n".join(ours_table(a.dir, a.policy or default_policy_file(), max(1, a.workers))))
+        except FileNotFoundError as e:
+            print(f"seed_variants: {e}", file=sys.stderr)
+            return 2
+        return 0
     if a.cmd == "write":
         try:
             offsets = [int(x) for x in a.offsets.split(",") if x.strip()]

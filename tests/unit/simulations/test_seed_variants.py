@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.seed_variants import main, summary, table, write, write_readme
+from benchmarks.seed_variants import main, ours_table, summary, table, write, write_readme
 from simulations.scenario import bench_scenario_names, load_scenario
 
 
@@ -74,3 +74,21 @@ def test_readme_summary_goes_between_the_markers_and_nothing_else_changes(tmp_pa
     with pytest.raises(ValueError, match="seeds:start"):
         write_readme(bare, "x")
     assert main(["table", a, "--readme", str(bare)]) == 2 and bare.read_text() == "no markers\n"
+
+
+def test_ours_alone_runs_the_shipped_scenario_and_each_draw_in_its_own_column(tmp_path: Path) -> None:
+    from simulations.bench import default_policy_file
+
+    write(tmp_path, [100])
+    lines = ours_table(tmp_path, default_policy_file(), workers=1, names=["azure-conv"])
+    assert lines[0] == "| scenario | shipped seed | variant s1 |"
+    cells = lines[2].split(" | ")
+    assert cells[0] == "| azure-conv" and len(cells) == 3
+    assert all("%" in c for c in cells[1:]) and cells[1] != cells[2]  # another draw, another outcome
+
+
+def test_ours_alone_names_the_missing_draw_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, [100])
+    (tmp_path / "diurnal~s1.yaml").unlink()
+    assert main(["ours", str(tmp_path), "--workers", "1"]) == 2
+    assert "diurnal~s1.yaml" in capsys.readouterr().err

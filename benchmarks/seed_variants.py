@@ -24,7 +24,6 @@ from typing import Any
 
 import yaml
 
-from simulations.autoscalers.registry import BASELINES
 from simulations.scenario import bench_scenario_names, scenario_dir
 
 
@@ -41,17 +40,22 @@ def write(out: Path, offsets: list[int]) -> list[Path]:
     return written
 
 
+def _rows(file: str) -> dict[str, dict[str, Any]]:
+    """A bench --json's headline rows by shipped scenario name (a variant `x~s1` counts as `x`)."""
+    rows = json.loads(Path(file).read_text(encoding="utf-8"))["headline"]
+    return {Path(r["scenario"]).name.removesuffix(".yaml").split("~")[0]: r for r in rows}
+
+
 def _cell(row: dict[str, Any]) -> str:
-    fams = row["families"]
-    ours, oracle = fams["ours"], fams.get("oracle") or {}
+    """Ours' GPU-hours with the bench's own ratios to the cheapest baseline and the oracle, or its attainment."""
+    ours = row["families"]["ours"]
     if not ours.get("reached"):
         return f"✗ {ours['attainment'] * 100:.1f}%"
-    reached = {k: v for k, v in fams.items() if k in BASELINES and v.get("reached")}
     cell = f"{ours['gpu_hours']:.2f}"
-    if reached:
-        name, best = min(reached.items(), key=lambda kv: kv[1]["gpu_hours"])
-        cell += f" ({ours['gpu_hours'] / best['gpu_hours']:.2f}× {name}"
-        cell += f", {ours['gpu_hours'] / oracle['gpu_hours']:.2f}× oracle)" if oracle.get("gpu_hours") else ")"
+    if row.get("ours_over_best_baseline") is not None:
+        cell += f" ({row['ours_over_best_baseline']:.2f}× {row['best_baseline']}"
+        oracle = row.get("ours_over_oracle")
+        cell += f", {oracle:.2f}× oracle)" if oracle is not None else ")"
     return cell
 
 
@@ -59,13 +63,10 @@ def _draws(files: list[str]) -> dict[str, list[tuple[bool, float, float | None]]
     """Per scenario, per bench JSON: (reached, ours' attainment, ours / the cheapest reached baseline)."""
     out: dict[str, list[tuple[bool, float, float | None]]] = {}
     for f in files:
-        for row in json.loads(Path(f).read_text(encoding="utf-8"))["headline"]:
-            fams = row["families"]
-            ours = fams["ours"]
-            reached = [v["gpu_hours"] for k, v in fams.items() if k in BASELINES and v.get("reached")]
-            ratio = ours["gpu_hours"] / min(reached) if ours.get("reached") and reached else None
-            name = Path(row["scenario"]).name.removesuffix(".yaml").split("~")[0]
-            out.setdefault(name, []).append((bool(ours.get("reached")), float(ours["attainment"]), ratio))
+        for name, row in _rows(f).items():
+            ours = row["families"]["ours"]
+            out.setdefault(name, []).append((bool(ours.get("reached")), float(ours["attainment"]),
+                                             row.get("ours_over_best_baseline")))
     return out
 
 
@@ -104,10 +105,7 @@ def write_readme(readme: Path, text: str) -> None:
 
 def table(files: list[str]) -> list[str]:
     """One row per scenario, one column per bench JSON: ours' GPU-hours and ratios, or its attainment."""
-    cols: list[dict[str, str]] = []
-    for f in files:
-        rows = json.loads(Path(f).read_text(encoding="utf-8"))["headline"]
-        cols.append({Path(r["scenario"]).name.removesuffix(".yaml").split("~")[0]: _cell(r) for r in rows})
+    cols = [{name: _cell(row) for name, row in _rows(f).items()} for f in files]
     names = list(dict.fromkeys(n for c in cols for n in c))
     lines = ["| scenario | " + " | ".join(Path(f).stem for f in files) + " |",
              "|---|" + "---|" * len(files)]
@@ -174,11 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         for p in write(a.dir, offsets):
             print(p)
     else:
-        print("\n".join(table(a.files)))
-        print("\n" + summary(a.files))
+        text = summary(a.files)
+        print("\n".join(table(a.files)) + "\n\n" + text)
         if a.readme is not None:
             try:
-                write_readme(a.readme, summary(a.files))
+                write_readme(a.readme, text)
             except (OSError, ValueError) as e:
                 print(f"seed_variants: {e}", file=sys.stderr)
                 return 2

@@ -24,11 +24,19 @@ def test_variants_differ_from_the_shipped_scenario_in_seed_and_name_only(tmp_pat
     assert yaml.safe_load(paths[0].read_text())["seed"] != 0
 
 
+def _row(name: str, ours: dict, static_gpu: float) -> dict:
+    """A bench headline row as `simulations.bench` writes it: static the cheapest baseline, oracle at 50."""
+    reached = ours["reached"]
+    return {"scenario": f"/x/{name}~s1.yaml", "best_baseline": "static",
+            "ours_over_best_baseline": ours["gpu_hours"] / static_gpu if reached else None,
+            "ours_over_oracle": ours["gpu_hours"] / 50.0 if reached else None,
+            "families": {"ours": ours, "static": {"reached": True, "gpu_hours": static_gpu},
+                         "oracle": {"reached": True, "gpu_hours": 50.0}}}
+
+
 def test_table_puts_each_draw_in_its_own_column(tmp_path: Path) -> None:
     def run(ours: dict, static_gpu: float) -> dict:
-        return {"headline": [{"scenario": "/x/diurnal~s1.yaml", "families": {
-            "ours": ours, "static": {"reached": True, "gpu_hours": static_gpu},
-            "oracle": {"reached": True, "gpu_hours": 50.0}}}]}
+        return {"headline": [_row("diurnal", ours, static_gpu)]}
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(run({"reached": True, "gpu_hours": 80.0, "attainment": 0.995}, 100.0)))
     b.write_text(json.dumps(run({"reached": False, "gpu_hours": 70.0, "attainment": 0.984}, 100.0)))
@@ -39,10 +47,7 @@ def test_table_puts_each_draw_in_its_own_column(tmp_path: Path) -> None:
 
 def _bench(tmp_path: Path, name: str, cells: dict[str, tuple[bool, float, float]]) -> str:
     """A bench --json with one row per scenario: ours (reached, attainment, GPU-h) against static at 100."""
-    rows = [{"scenario": f"/x/{n}~s1.yaml", "families": {
-        "ours": {"reached": r, "attainment": a, "gpu_hours": g},
-        "static": {"reached": True, "gpu_hours": 100.0}, "oracle": {"reached": True, "gpu_hours": 50.0}}}
-        for n, (r, a, g) in cells.items()]
+    rows = [_row(n, {"reached": r, "attainment": a, "gpu_hours": g}, 100.0) for n, (r, a, g) in cells.items()]
     path = tmp_path / name
     path.write_text(json.dumps({"headline": rows}))
     return str(path)

@@ -19,7 +19,7 @@ from autoscaler.core.floors import floor_at
 from autoscaler.core.reason import Reason
 from autoscaler.core.signals import Signals, age_within
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.capacity import Capacity, capacity
+from autoscaler.core.stages.capacity import Capacity, capacity, untested_floor
 from autoscaler.core.stages.demand import Demand, demand
 from autoscaler.core.stages.feasibility import feasibility
 from autoscaler.core.stages.hedge import Hedge, bursting, hedge
@@ -142,6 +142,9 @@ def decide(
     # A tick that cannot trust every signal it uses is no evidence for a scale-down: it recommends at
     # least the current count, like the missing-metrics path.
     recommended = b.raw if not r.unknown else min(top, max(b.raw, current))
+    # Nor is a load per replica no window has seen hold: a scale-down stops where the evidence ends.
+    untested = untested_floor(policy, cp, dm.offered, current)
+    recommended = max(recommended, untested)
     # The window holds the sustained recommendation (forecast, or the reactive level without one; concurrency;
     # floor); replicas for this tick's queue (reactive drain, hedge) are not held once it has drained.
     level = pr.replicas if policy.forecast.enabled else re.replicas
@@ -157,6 +160,8 @@ def decide(
     desired, reason = limit(policy, decisions, now, current, b.raw, b.binding, st.value, pn.active, stuck)
     if reason is Reason.SCALE_DOWN:
         components.update(st.explain())
+    if untested > b.raw:
+        components["untested_floor"] = untested
     if r.unknown and desired <= (hold_at := missing_target(policy, current)):
         desired, reason = hold_at, Reason.METRICS_MISSING  # scale up on what is known, never down
     desired, reason = clamp(desired, reason, floor, top)
@@ -182,7 +187,8 @@ def decide(
         panic=pn.active,
         metrics_fresh=not r.unknown,
         unschedulable_stuck=stuck,
-        message=_message(reason, desired, current, b.binding, b.raw, stuck, top, r.unknown, policy) + sg.message(top),
+        message=_message(reason, desired, current, b.binding, b.raw, stuck, top, r.unknown, policy, untested)
+        + sg.message(top),
         missing_signals=r.unknown,
         implausible_signals=r.implausible,
         slo_infeasible_share=share,
@@ -267,7 +273,7 @@ def _missing_message(action: str, desired: int, current: int, top: int) -> str:
 
 
 def _message(reason: Reason, desired: int, current: int, binding: str, raw: int, stuck: int, top: int,
-             unknown: tuple[str, ...], policy: PolicySpec) -> str:
+             unknown: tuple[str, ...], policy: PolicySpec, untested: int = 0) -> str:
     if reason is Reason.METRICS_MISSING:
         names = ", ".join(unknown)
         if desired > current:
@@ -285,6 +291,9 @@ def _message(reason: Reason, desired: int, current: int, binding: str, raw: int,
         return f"scale up {current} -> {desired} ({binding})" + suffix
     if desired < current:
         return f"scale down {current} -> {desired} (stabilized recommendation; {binding} wants {raw})"
+    if reason is Reason.STABILIZING and untested >= current > raw:
+        return (f"hold at {current}: {binding} wants {raw}, but no fewer than {untested} keep each replica's load "
+                "near what was seen to hold the SLO (no knee learned yet)")
     if reason is Reason.STABILIZING:
         return f"hold at {current}: {binding} wants {raw}, waiting out the stabilization window"
     if reason is Reason.PANIC_HOLD:

@@ -9,7 +9,8 @@ SLO prefill alone cannot meet) say nothing about load. The planned load is that 
 utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin;
 never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood.
 With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
-error budget over hours (autoscaler/core/slo_budget.py).
+error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
+than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, SloCapacity
+from autoscaler.core.stages.sizing import replicas_for
 from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment
 from autoscaler.policy import CapacitySpec, PolicySpec
 
@@ -139,3 +141,22 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     usable = factor * min(1.0, cap.target_utilization / lf)
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore)
+
+
+def untested_floor(policy: PolicySpec, cap: Capacity, offered: float, current: int) -> int:
+    """The fewest replicas a scale-down may leave (at most `current`; 0: no bound): with no knee found yet,
+    enough that each carries no more than `explore` past the highest load seen to hold the SLO.
+
+    Until a knee is found the plan trusts the prior, and on a small fleet one replica fewer is a large step
+    in load (4 → 3 is a third more per replica), far past anything measured. On flash-crowd's steady
+    30 req/s the prior said 3 replicas would do, the fleet stepped down 6 → 3 with the SLO holding at each
+    step, and the third step broke it: two minutes of 99% misses before the knee was learned
+    (docs/benchmarks.md, decision change J). So a step down may take each replica only as far past the
+    evidence as the plan may explore (+10%, none or −10% by the hours' error budget); the learner then
+    sees the new load hold before the next step. Scale-ups are never bounded by it."""
+    if not policy.capacity.learn or current <= 0 or not offered > 0:
+        return 0
+    over, held = cap.slo.knee(policy.slo.quantile)
+    if over is not None or held is None:  # a knee is evidence enough; no load seen yet is none to go by
+        return 0
+    return min(current, replicas_for(offered, held * (1.0 + cap.explore)))

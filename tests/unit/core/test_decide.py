@@ -319,3 +319,24 @@ def test_share_within_interpolates_inside_a_bucket() -> None:
     assert h.share_within(2.0) == 0.7
     assert h.share_within(10.0) == 0.9
     assert LatencyHistogram((1.0,), (0.0,)).share_within(1.0) is None
+
+
+def test_no_scale_down_past_the_load_seen_to_hold_the_slo_while_no_knee_is_known() -> None:
+    from autoscaler.core.slo_capacity import SloCapacity
+
+    pol = policy(capacity={"learn": True}, scaleDown={"stabilizationWindowSeconds": 15})
+    seen = SloCapacity()
+    for _ in range(10):  # 0.5 per replica held the SLO; the prior's share (0.8) says 3 replicas carry 2.0
+        seen = seen.observe(0.5, 100.0, 0.0)
+    state = replace(CoreState(), slo_capacity=seen)
+    for i in range(8):
+        r = run(pol, signals(work=2.0, desired=4), state, now=1000.0 + 15 * i)
+        state = r.state
+        assert r.decision.desired_replicas == 4, r.decision.message
+    assert r.decision.components["untested_floor"] == 4 and "seen to hold the SLO" in r.decision.message
+    # Without that evidence the same ticks trust the prior and step down.
+    fresh = CoreState()
+    for i in range(8):
+        r = run(pol, signals(work=2.0, desired=4), fresh, now=1000.0 + 15 * i)
+        fresh = r.state
+    assert r.decision.desired_replicas == 3

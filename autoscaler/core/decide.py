@@ -143,7 +143,7 @@ def decide(
     # least the current count, like the missing-metrics path.
     recommended = b.raw if not r.unknown else min(top, max(b.raw, current))
     # Nor is a load per replica no window has seen hold: a scale-down stops where the evidence ends.
-    untested = untested_floor(policy, cp, dm.offered, current)
+    untested = untested_floor(cp, dm.offered, current)
     recommended = max(recommended, untested)
     # The window holds the sustained recommendation (forecast, or the reactive level without one; concurrency;
     # floor); replicas for this tick's queue (reactive drain, hedge) are not held once it has drained.

@@ -70,11 +70,7 @@ class SloCapacity:
     def per_replica(self, quantile: float, prior: float, lo: float, hi: float, explore: float = EXPLORE) -> float:
         """Work one replica carries at the SLO: the knee, or (none found yet) the prior, raised to `explore`
         above the highest load seen to hold (negative: that much below it); always within [lo, hi]."""
-        over, held = self.knee(quantile)
-        value = prior if held is None else max(prior, held * (1.0 + explore))
-        if over is not None:
-            value = over
-        return min(hi, max(lo, value))
+        return plan_at(*self.knee(quantile), prior, lo, hi, explore)
 
     def to_list(self) -> list[list[float]]:
         return [[i, round(n, 3), round(r, 3), round(m, 3)] for i, n, r, m in self.bins]
@@ -100,3 +96,11 @@ class SloCapacity:
                 raise ValueError(f"need 0 < windows ≤ {MAX_WEIGHT:g} and 0 ≤ missed ≤ requests > 0, got {row!r}")
             seen[int(i)] = (float(n), float(r), float(m))
         return SloCapacity(tuple((i, n, r, m) for i, (n, r, m) in sorted(seen.items())))
+
+
+def plan_at(over: float | None, held: float | None, prior: float, lo: float, hi: float, explore: float) -> float:
+    """`SloCapacity.per_replica` from a knee already found (`SloCapacity.knee`)."""
+    value = prior if held is None else max(prior, held * (1.0 + explore))
+    if over is not None:
+        value = over
+    return min(hi, max(lo, value))

@@ -21,7 +21,7 @@ from autoscaler.core.capacity import MIN_SAMPLES as MIN_SATURATED_SAMPLES
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
-from autoscaler.core.slo_capacity import EXPLORE, SloCapacity
+from autoscaler.core.slo_capacity import EXPLORE, SloCapacity, plan_at
 from autoscaler.core.stages.sizing import replicas_for
 from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment
 from autoscaler.policy import CapacitySpec, PolicySpec
@@ -51,6 +51,9 @@ class Capacity:
     steady_since: float | None  # since when nothing has been starting and the fleet was at its desired size
     budget: SloBudget  # every window's requests and misses, faded: may the capacity explore upward?
     explore: float  # how far past the highest load seen to hold the capacity was planned
+    # With no knee found yet: the most load per replica a scale-down may leave, `explore` past the highest
+    # load seen to hold (see `untested_floor`); None: no bound (a knee found, nothing seen yet, not learning).
+    untested_limit: float | None = None
 
     def explain(self) -> dict[str, float]:
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
@@ -135,17 +138,20 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
                         settled_since, steady_since, budget, 0.0)
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
-    factor = slo.per_replica(policy.slo.quantile, PRIOR_SLO_SHARE, learned_floor(cap, throughput),
-                             cap.learn_max_factor, explore)
+    over, held = slo.knee(policy.slo.quantile)
+    factor = plan_at(over, held, PRIOR_SLO_SHARE, learned_floor(cap, throughput), cap.learn_max_factor, explore)
     if len(stats.samples) >= MIN_SATURATED_SAMPLES:
         factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     usable = factor * min(1.0, cap.target_utilization / lf)
-    return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore)
+    untested = held * (1.0 + explore) if over is None and held is not None else None
+    return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
+                    untested)
 
 
-def untested_floor(policy: PolicySpec, cap: Capacity, offered: float, current: int) -> int:
+def untested_floor(cap: Capacity, offered: float, current: int) -> int:
     """The fewest replicas a scale-down may leave (at most `current`; 0: no bound): with no knee found yet,
-    enough that each carries no more than `explore` past the highest load seen to hold the SLO.
+    enough that each carries no more than `explore` past the highest load seen to hold the SLO
+    (`Capacity.untested_limit`).
 
     Until a knee is found the plan trusts the prior, and on a small fleet one replica fewer is a large step
     in load (4 → 3 is a third more per replica), far past anything measured. On flash-crowd's steady
@@ -154,9 +160,6 @@ def untested_floor(policy: PolicySpec, cap: Capacity, offered: float, current: i
     (docs/benchmarks.md, decision change J). So a step down may take each replica only as far past the
     evidence as the plan may explore (+10%, none or −10% by the hours' error budget); the learner then
     sees the new load hold before the next step. Scale-ups are never bounded by it."""
-    if not policy.capacity.learn or current <= 0 or not offered > 0:
+    if cap.untested_limit is None or current <= 0 or not offered > 0:
         return 0
-    over, held = cap.slo.knee(policy.slo.quantile)
-    if over is not None or held is None:  # a knee is evidence enough; no load seen yet is none to go by
-        return 0
-    return min(current, replicas_for(offered, held * (1.0 + cap.explore)))
+    return min(current, replicas_for(offered, cap.untested_limit))

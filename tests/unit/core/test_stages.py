@@ -432,20 +432,20 @@ def test_a_scale_down_stops_where_the_load_seen_to_hold_ends_until_a_knee_is_fou
     cp = _cap(pol, reps, 2.0, 0.0, 0.3, slo=seen)
     assert cp.explore == pytest.approx(0.1) and cp.factor == PRIOR_SLO_SHARE  # the plan trusts the prior
     # 3 replicas would carry 0.67 each, more than 10% past 0.54: no step down to it.
-    assert untested_floor(pol, cp, 2.0, 4) == replicas_for(2.0, top * 1.1) == 4
-    assert untested_floor(pol, cp, 1.5, 4) == 3  # demand fell: 0.5 each on 3 is within what held
-    assert untested_floor(pol, cp, 9.0, 4) == 4  # never above the current count: scale-ups are not its business
+    assert untested_floor(cp, 2.0, 4) == replicas_for(2.0, top * 1.1) == 4
+    assert untested_floor(cp, 1.5, 4) == 3  # demand fell: 0.5 each on 3 is within what held
+    assert untested_floor(cp, 9.0, 4) == 4  # never above the current count: scale-ups are not its business
     burning = _cap(pol, reps, 2.0, 0.0, 0.3, slo=seen, budget=SloBudget(10_000.0, 300.0))  # explore −10%
-    assert untested_floor(pol, burning, 1.62, 4) == 4 and untested_floor(pol, cp, 1.62, 4) == 3
+    assert untested_floor(burning, 1.62, 4) == 4 and untested_floor(cp, 1.62, 4) == 3
     # No bound: nothing seen yet, a knee found (evidence enough), learning off, no demand.
-    assert untested_floor(pol, _cap(pol, reps, 2.0, 0.0, 0.3), 2.0, 4) == 0
+    assert untested_floor(_cap(pol, reps, 2.0, 0.0, 0.3), 2.0, 4) == 0
     kneed = seen
     for _ in range(10):
         kneed = kneed.observe(0.6, 100.0, 10.0)
-    assert untested_floor(pol, _cap(pol, reps, 2.0, 0.0, 0.3, slo=kneed), 2.0, 4) == 0
+    assert untested_floor(_cap(pol, reps, 2.0, 0.0, 0.3, slo=kneed), 2.0, 4) == 0
     fixed = policy(capacity={"learn": False})
-    assert untested_floor(fixed, _cap(fixed, reps, 2.0, 0.0, 0.3, slo=seen), 2.0, 4) == 0
-    assert untested_floor(pol, cp, 0.0, 4) == 0
+    assert untested_floor(_cap(fixed, reps, 2.0, 0.0, 0.3, slo=seen), 2.0, 4) == 0
+    assert untested_floor(cp, 0.0, 4) == 0
 
 
 def test_a_knee_under_the_floor_counts_once_a_replica_was_measured_slower_than_the_prior() -> None:

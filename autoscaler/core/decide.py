@@ -125,7 +125,7 @@ def decide(
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
                   state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
-                  state.slo_budget, now - prev_tick if prev_tick is not None else 0.0, now, state.ready_since)
+                  state.slo_budget, now - prev_tick if prev_tick is not None else 0.0, now)
     cfg = forecast_cfg or forecast_config(policy)
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
@@ -214,7 +214,6 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
         capacity=cp.stats,
         slo_capacity=cp.slo,
         steady_since=cp.steady_since,
-        ready_since=cp.ready_since,
         last_waiting=(now, dm.waiting) if dm.waiting_known else None,
         last_growth=dm.growth,
         load_factor=cp.load_factor,

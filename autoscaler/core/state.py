@@ -42,7 +42,6 @@ class CoreState:
     slo_budget: SloBudget = field(default_factory=SloBudget)  # every window's requests and misses, faded
     settled_since: float | None = None  # since when nothing has been starting and no queue waited
     steady_since: float | None = None  # since when nothing has been starting and the fleet was at its size
-    ready_since: tuple[int, float] | None = None  # (ready replicas, since when that count held)
     work_per_request: float | None = None  # EMA, replica-seconds per request
     last_tick: float | None = None
     # (bucket index, horizon in buckets, quantile, forecast): the forecast changes only when a bucket closes,
@@ -66,7 +65,6 @@ class CoreState:
             "loadFactor": round(self.load_factor, 4),
             "settledSince": self.settled_since,
             "steadySince": self.steady_since,
-            "readySince": list(self.ready_since) if self.ready_since else None,
             "workPerRequest": self.work_per_request,
             "lastTick": self.last_tick,
         }
@@ -105,7 +103,6 @@ class CoreState:
             load_factor=_positive(d.get("loadFactor"), 1.0),
             settled_since=_read(d, "settledSince", _optional),
             steady_since=_read(d, "steadySince", _optional),
-            ready_since=_read(d, "readySince", _ready_clock),
             work_per_request=_read(d, "workPerRequest", _optional),
             last_tick=_read(d, "lastTick", _optional),
         )
@@ -144,17 +141,6 @@ def _history(value: Any) -> tuple[tuple[float, int], ...]:
             raise ValueError(f"replicas must be a whole number ≥ 0, got {r}")
         pairs.append((_number(t), int(n)))
     return tuple(sorted(pairs))
-
-
-def _ready_clock(value: Any) -> tuple[int, float] | None:
-    """[ready replicas (a whole number ≥ 0), since when] or None."""
-    if value is None:
-        return None
-    n, t = value
-    count = _number(n)
-    if count < 0 or count != int(count):
-        raise ValueError(f"ready replicas must be a whole number ≥ 0, got {n}")
-    return (int(count), _number(t))
 
 
 def _positive(value: Any, default: float) -> float:

@@ -7,10 +7,7 @@ an earlier backlog says nothing about what a settled replica can carry). A windo
 counts as missed when the SLO share fell short *and* requests queued: misses while nothing queues (an
 SLO prefill alone cannot meet) say nothing about load. The planned load is that capacity times the target
 utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin;
-never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood. A
-throughput sample needs the ready count unchanged for a whole rate window too: the served rate covers the
-window, so a replica that joined during it (or left) would count for the whole of it, and in vLLM a queue
-stays in the engine that took the request, so the replicas that just joined serve only new arrivals.
+never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood.
 With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
 error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
 than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
@@ -57,21 +54,10 @@ class Capacity:
     # With no knee found yet: the most load per replica a scale-down may leave, `explore` past the highest
     # load seen to hold (see `untested_floor`); None: no bound (a knee found, nothing seen yet, not learning).
     untested_limit: float | None = None
-    ready_since: ReadyClock | None = None  # (ready count, since when): see `ready_clock`
 
     def explain(self) -> dict[str, float]:
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
                 "capacity_explore": round(self.explore, 4)}
-
-
-ReadyClock = tuple[int, float]  # (ready replicas, since when that count held)
-
-
-def ready_clock(previous: ReadyClock | None, ready: int, now: float) -> ReadyClock:
-    """Since when the fleet has had `ready` ready replicas (a clock in the future restarts from now)."""
-    if previous is None or previous[0] != ready or previous[1] > now:
-        return (ready, now)
-    return previous
 
 
 def queued(policy: PolicySpec, signals: Signals, waiting: float, stale: float) -> bool:
@@ -116,7 +102,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
              backlog: float, kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
              previous_load_factor: float, previous_settled_since: float | None,
              previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
-             now: float, previous_ready_since: ReadyClock | None = None) -> Capacity:
+             now: float) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
@@ -127,10 +113,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     # few are always waiting), and served/ready under it is a utilisation, not a capacity.
     throughput_bound = (kv is not None and kv >= SATURATED_KV) or (
         saturated and backlog >= policy.slo.queue_budget_seconds * served)
-    # ...and over a whole rate window of the same ready replicas: served is a rate over the window.
-    ready_since = ready_clock(previous_ready_since, ready, now)
-    whole_window = now - ready_since[1] >= STEADY_SECONDS
-    stats = previous.observe(cap, served, ready) if throughput_bound and whole_window and learn else previous
+    stats = previous.observe(cap, served, ready) if throughput_bound and learn else previous
     # A queue left from before the fleet reached its size drains through the next windows and its requests
     # miss at whatever load the grown fleet carries: the steady clock starts only once no such queue stands.
     steady = not replicas.starting and ready >= replicas.desired > 0
@@ -152,7 +135,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
                      now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile))
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
         return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
-                        settled_since, steady_since, budget, 0.0, None, ready_since)
+                        settled_since, steady_since, budget, 0.0)
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
     over, held = slo.knee(policy.slo.quantile)
@@ -162,7 +145,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     usable = factor * min(1.0, cap.target_utilization / lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, ready_since)
+                    untested)
 
 
 def untested_floor(cap: Capacity, offered: float, current: int) -> int:

@@ -79,15 +79,11 @@ def test_unreadable_stored_bins_name_the_problem(bad: object) -> None:
 
 
 def test_core_state_keeps_what_capacity_learned_across_a_restart() -> None:
-    state = CoreState(slo_capacity=_seen((0.7, 500, 1)), steady_since=123.0, ready_since=(4, 100.0))
+    state = CoreState(slo_capacity=_seen((0.7, 500, 1)), steady_since=123.0)
     back = CoreState.from_dict(json.loads(json.dumps(state.to_dict())))
     assert back.slo_capacity.to_list() == state.slo_capacity.to_list() and back.steady_since == 123.0
-    assert back.ready_since == (4, 100.0) and CoreState.from_dict({}).ready_since is None
     with pytest.raises(ValueError, match="sloCapacity"):
         CoreState.from_dict({**state.to_dict(), "sloCapacity": [[1, 1, 1, 5]]})
-    for bad in ([-1, 5.0], [2.5, 5.0], [4], ["4", 5.0], [4, float("nan")]):
-        with pytest.raises(ValueError, match="readySince"):
-            CoreState.from_dict({**state.to_dict(), "readySince": bad})
 
 
 # hedge

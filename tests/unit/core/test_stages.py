@@ -14,7 +14,7 @@ from autoscaler.core.signals import ClusterFacts, LatencyHistogram, ReplicaCount
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity, learned_floor, ready_clock, untested_floor
+from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity, learned_floor, untested_floor
 from autoscaler.core.stages.demand import DEFAULT_GENERATION_TOKENS, demand, queue_growth, work_per_request
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import panic
@@ -87,12 +87,11 @@ def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -
 
 # capacity
 def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0,
-         backlog=None, budget=None, stats=None, ready_since=0.0):
-    # backlog: the queue in work units (default: one replica-second per waiting sequence); ready_since: since
-    # when the fleet has had reps.ready ready replicas (default: long enough for a whole rate window)
+         backlog=None, budget=None, stats=None):
+    # backlog: the queue in work units (default: one replica-second per waiting sequence)
     return capacity(pol, signals or Signals(), reps, served, waiting, waiting if backlog is None else backlog, kv,
                     learn, stats or CapacityStats(), slo or SloCapacity(), 1.0, None, steady,
-                    budget or SloBudget(), 15.0, now, (reps.ready, ready_since))
+                    budget or SloBudget(), 15.0, now)
 
 
 def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_utilization() -> None:
@@ -111,23 +110,6 @@ def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_uti
     assert _cap(pol, reps, 8.0, 50.0, 0.3, learn=False).stats.samples == ()
     off = policy(capacity={"learn": False, "targetUtilization": 1.0})
     assert _cap(off, reps, 8.0, 0.0, 0.3).usable == 0.95  # the prior as stated, never past 95%
-
-
-def test_throughput_is_sampled_only_over_a_whole_rate_window_of_the_same_ready_replicas() -> None:
-    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
-    reps = ReplicaCounts(desired=8, ready=4)
-    # A real queue on 4 replicas for longer than a rate window: served/ready is a throughput sample.
-    assert _cap(pol, reps, 8.0, 50.0, 0.3, ready_since=900.0).stats.samples == (2.0,)
-    # A replica joined 30 s ago: the 60-s served rate is partly the old fleet's, and the queue stays in the
-    # engines that took it; served/ready would understate a replica's throughput, so no sample.
-    joined = _cap(pol, reps, 8.0, 50.0, 0.3, ready_since=970.0)
-    assert joined.stats.samples == () and joined.ready_since == (4, 970.0)
-    # The clock restarts when the ready count changes (here 3 -> 4), and from now if it was in the future.
-    fresh = capacity(pol, Signals(), reps, 8.0, 50.0, 50.0, 0.3, True, CapacityStats(), SloCapacity(), 1.0, None,
-                     None, SloBudget(), 15.0, 1000.0, (3, 0.0))
-    assert fresh.stats.samples == () and fresh.ready_since == (4, 1000.0)
-    assert ready_clock((4, 2000.0), 4, 1000.0) == (4, 1000.0)
-    assert ready_clock(None, 4, 1000.0) == (4, 1000.0) and ready_clock((4, 10.0), 4, 1000.0) == (4, 10.0)
 
 
 def _hist(total: float, within: float, bound: float = 2.0) -> LatencyHistogram:

@@ -8,7 +8,7 @@ runs of each draw side by side:
     python benchmarks/seed_variants.py write DIR [--offsets 100,200]
     inference-autoscaler bench --quick --priors-scales '' --scenarios DIR/*~s1.yaml --json s1.json   # etc.
     python benchmarks/seed_variants.py table shipped.json s1.json s2.json [--readme README.md]
-    python benchmarks/seed_variants.py ours DIR [--policy FILE] [--workers 2]   # ours alone, every draw
+    python benchmarks/seed_variants.py ours DIR [--policy FILE] [--priors-scale 0.7] [--workers 2]   # ours alone
 
 docs/benchmarks.md ("Other seeds") records a run; `--readme` writes its one-paragraph summary between the
 README's `<!-- seeds:start -->` and `<!-- seeds:end -->` markers.
@@ -113,10 +113,12 @@ def table(files: list[str]) -> list[str]:
     return lines
 
 
-def ours_table(out: Path, policy_file: str, workers: int = 2, names: list[str] | None = None) -> list[str]:
-    """Ours as configured in `policy_file` on every shipped scenario and its variants in `out` (written by
-    `write`): one row per scenario, one column per draw, attainment and GPU-hours (quick traces). No
-    baseline is searched: a minute or two on 2 cores instead of a bench per draw."""
+def ours_table(out: Path, policy_file: str, workers: int = 2, names: list[str] | None = None,
+               priors_scale: float = 1.0) -> list[str]:
+    """Ours as configured in `policy_file` (every prior × `priors_scale`, as the bench's priors rows) on every
+    shipped scenario and its variants in `out` (written by `write`): one row per scenario, one column per
+    draw, attainment and GPU-hours (quick traces). No baseline is searched: a minute or two on 2 cores
+    instead of a bench per draw."""
     from simulations.bench import Job, run_jobs
 
     columns = sorted({p.stem.split("~")[1] for p in out.glob("*~s*.yaml")}, key=lambda k: int(k[1:]))
@@ -125,7 +127,7 @@ def ours_table(out: Path, policy_file: str, workers: int = 2, names: list[str] |
     for n, col in cells:
         if col and not (out / f"{n}~{col}.yaml").is_file():
             raise FileNotFoundError(f"{out / f'{n}~{col}.yaml'}: run `seed_variants.py write {out}` first")
-    jobs = [Job(str(out / f"{n}~{col}.yaml") if col else n, "ours", "default", (), True, policy_file)
+    jobs = [Job(str(out / f"{n}~{col}.yaml") if col else n, "ours", "default", (), True, policy_file, priors_scale)
             for n, col in cells]
     records = run_jobs(jobs, workers)
     got = {cell: (bool(r["reached"]), r["winner"]) for cell, r in zip(cells, records, strict=True)}
@@ -153,13 +155,18 @@ def main(argv: list[str] | None = None) -> int:
     o = sub.add_parser("ours", help="ours alone on every shipped scenario and its variants in DIR")
     o.add_argument("dir", type=Path)
     o.add_argument("--policy", default=None, help="policy file (default: the bench's default policy)")
+    o.add_argument("--priors-scale", type=float, default=1.0,
+                   help="every prior (capacity, cold-start medians) multiplied by this, as in the bench's priors rows")
     o.add_argument("--workers", type=int, default=2)
     a = ap.parse_args(argv)
     if a.cmd == "ours":
         from simulations.bench import default_policy_file
 
+        if not 0.1 <= a.priors_scale <= 10:  # also rejects nan and inf
+            ap.error(f"--priors-scale {a.priors_scale:g}: give a factor between 0.1 and 10, e.g. 0.7")
         try:
-            print("\n".join(ours_table(a.dir, a.policy or default_policy_file(), max(1, a.workers))))
+            print("\n".join(ours_table(a.dir, a.policy or default_policy_file(), max(1, a.workers),
+                                        priors_scale=a.priors_scale)))
         except FileNotFoundError as e:
             print(f"seed_variants: {e}", file=sys.stderr)
             return 2

@@ -92,6 +92,23 @@ def test_ours_alone_runs_the_shipped_scenario_and_each_draw_in_its_own_column(tm
     assert all("%" in c for c in cells[1:]) and cells[1] != cells[2]  # another draw, another outcome
 
 
+def test_ours_alone_scales_the_priors_as_the_bench_priors_rows_do(tmp_path: Path) -> None:
+    from simulations.bench import default_policy_file
+
+    write(tmp_path, [100])
+    shipped = ours_table(tmp_path, default_policy_file(), workers=1, names=["azure-conv"])
+    low = ours_table(tmp_path, default_policy_file(), workers=1, names=["azure-conv"], priors_scale=0.7)
+    assert low[:2] == shipped[:2] and low[2] != shipped[2]  # same columns, other outcomes
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "inf", "100"])
+def test_ours_alone_refuses_a_priors_scale_outside_its_range(bad: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["ours", str(tmp_path), f"--priors-scale={bad}"])
+    assert e.value.code == 2 and "--priors-scale" in capsys.readouterr().err
+
+
 def test_ours_alone_names_the_missing_draw_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path, [100])
     (tmp_path / "diurnal~s1.yaml").unlink()

@@ -2,9 +2,15 @@
 signals Kubernetes gives for each and published durations: docs/cold-start.md).
 
 Stages, from the pod's own timestamps:
-- scheduling / node_provisioning: creation -> `PodScheduled=True`. It is node provisioning when the pod
-  was seen `Unschedulable`, had a scale-up event (`TriggeredScaleUp`, `Nominated`, `FailedScheduling`),
-  or landed on a node created after the pod.
+- scheduling / node_provisioning: creation -> `PodScheduled=True`. When the node the pod landed on is
+  known, it is node provisioning exactly when that node was created after the pod: a pod that waited
+  (`Unschedulable`, `FailedScheduling`) and then landed on a node older than itself waited for a GPU to
+  free, for a preemption or for the scheduler's node cache, not for a new node, and counting its few
+  seconds as node provisioning would teach a lead time far shorter than a node boot. A pod created
+  while a node launched for an earlier pod was still booting, and that landed there, counts as
+  scheduling too: its wait covers only the end of that node's boot, a sample that would bias the node
+  stage low. When the node is not known (no node list), the pod's own history
+  decides: seen `Unschedulable` or a scale-up event (`TriggeredScaleUp`, `Nominated`, `FailedScheduling`).
 - image_pull: the kubelet `Pulled` events of the main containers (sum; cached if all were present).
 - weight_load: the KServe `storage-initializer` init container (startedAt -> finishedAt). Without one,
   an annotation `autoscaler.inference.dev/weights-loaded-at` (RFC 3339, set by the serving image or a
@@ -171,9 +177,9 @@ def _completed_stages(
     events = list(events)
     if created is not None and scheduled_at is not None:
         provisioned = not warm and (
-            seen_unschedulable
-            or any(e.get("reason") in SCALE_UP_EVENT_REASONS for e in events)
-            or (node_created_at is not None and node_created_at > created)
+            node_created_at > created
+            if node_created_at is not None
+            else seen_unschedulable or any(e.get("reason") in SCALE_UP_EVENT_REASONS for e in events)
         )
         out.append(
             CompletedStage(

@@ -106,6 +106,31 @@ def test_a_pod_on_an_existing_node_was_only_scheduling():
     assert ("scheduling", 90.0) in [(o.stage, o.seconds) for o in out]
 
 
+def test_a_pod_that_waited_then_landed_on_an_older_node_did_not_wait_for_a_node():
+    """FailedScheduling then a node older than the pod (a GPU freed, or the scheduler's node cache lagged):
+    its wait is scheduling; a few seconds counted as node provisioning would shorten the learned lead time."""
+    obs = ColdStartObserver()
+    obs.note_pod({"metadata": {"uid": "u1"},
+                  "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}})
+    failed = {"reason": "FailedScheduling", "involvedObject": {"kind": "Pod", "uid": "u1"}, "lastTimestamp": at(1)}
+    out = obs.observe("m/p", [cold_pod()], {"u1": [failed]}, {"n1": T0 - 5})
+    assert [(o.stage, o.seconds) for o in out if o.stage in ("scheduling", "node_provisioning")] == [
+        ("scheduling", 90.0)]
+
+
+def test_without_the_node_the_pods_own_history_decides_its_node_stage():
+    waited = ColdStartObserver()
+    waited.note_pod({"metadata": {"uid": "u1"},
+                     "status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                                                "reason": "Unschedulable"}]}})
+    assert ("node_provisioning", 90.0) in [(o.stage, o.seconds) for o in waited.observe("k", [cold_pod()], {}, {})]
+    scaled = {"reason": "TriggeredScaleUp", "involvedObject": {"kind": "Pod", "uid": "u1"}, "lastTimestamp": at(5)}
+    out = ColdStartObserver().observe("k", [cold_pod()], {"u1": [scaled]}, {})
+    assert ("node_provisioning", 90.0) in [(o.stage, o.seconds) for o in out]
+    out = ColdStartObserver().observe("k", [cold_pod()], {}, {})
+    assert ("scheduling", 90.0) in [(o.stage, o.seconds) for o in out]
+
+
 def test_without_an_init_container_container_start_to_ready_is_warmup_unless_annotated():
     p = cold_pod()
     del p["status"]["initContainerStatuses"]

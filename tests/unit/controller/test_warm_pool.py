@@ -304,8 +304,14 @@ def test_a_replica_that_preempted_a_placeholder_reports_warm_stages_and_no_node_
     assert not landed_warm(_replica("gpu-7", 600, 604, 640), presence, 30.0)
     # A replica scheduled before any placeholder was seen there did not take a warm slot.
     assert not landed_warm(_replica("gpu-7", -100, -90, -40), presence, 30.0)
+    # Without the warm slot it is a default start; on a node older than the pod, scheduling either way.
     cold = ColdStartObserver().observe("models/llama", [replica], events, {"gpu-7": T0 - 86400})
-    assert ("node_provisioning", "default") in {(o.stage, o.situation) for o in cold}
+    assert {(o.stage, o.situation) for o in cold} == {("scheduling", "default"), ("warmup", "default")}
+    # With no node list the FailedScheduling event alone would read as node provisioning; the slot still wins.
+    blind = ColdStartObserver().observe("models/llama", [replica], events, {}, presence, 30.0)
+    assert {(o.stage, o.situation) for o in blind} == {("scheduling", "warm"), ("warmup", "warm")}
+    assert ("node_provisioning", "default") in {
+        (o.stage, o.situation) for o in ColdStartObserver().observe("models/llama", [replica], events, {})}
 
 
 def test_running_placeholders_count_bound_running_and_not_deleted() -> None:

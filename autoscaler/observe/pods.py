@@ -8,8 +8,8 @@ Stages, from the pod's own timestamps:
   free, for a preemption or for the scheduler's node cache, not for a new node, and counting its few
   seconds as node provisioning would teach a lead time far shorter than a node boot. A pod created
   after a node launched for an earlier pod registered, but before its GPUs were allocatable, and that
-  landed there, counts as scheduling too: its wait covers only the end of that node's boot, a sample that would bias the node
-  stage low. When the node is not known (no node list), the pod's own history
+  landed there, counts as scheduling too: its wait covers only the end of that node's boot, a sample
+  that would bias the node stage low. When the node is not known (no node list), the pod's own history
   decides: seen `Unschedulable` or a scale-up event (`TriggeredScaleUp`, `Nominated`, `FailedScheduling`).
 - image_pull: the kubelet `Pulled` events of the main containers (sum; cached if all were present).
 - weight_load: the KServe `storage-initializer` init container (startedAt -> finishedAt). Without one,

@@ -61,7 +61,7 @@ from autoscaler.controller.warmpool import WarmPool, WarmStatus
 from autoscaler.core import CoreState, Decision, Reason, Signals, decide, forecast_config
 from autoscaler.core.signals import ClusterFacts
 from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_usage_by_node, replica_counts
-from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times
+from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times, node_ready_times
 from autoscaler.observe.pods import is_ready
 from autoscaler.observe.warm import WarmNodes, running_placeholders, warm_label_value
 from autoscaler.policy import API_GROUP, PLURAL, ModelScalingPolicy
@@ -263,6 +263,7 @@ class Reconciler:
         events = events_by_pod_uid(self.list_events())
         gpus_used = gpu_usage_by_node(pods)
         node_created = node_creation_times(nodes)
+        node_ready = node_ready_times(nodes)
         self.warm_nodes.see(pods, now)
         self._warm_running = running_placeholders(pods)
         owner_of = owners(self._claims(raws))
@@ -301,7 +302,7 @@ class Reconciler:
                 return None
             sig = signals.get(p.policy.key, Signals())
             return self._guarded(
-                p.raw, p.rt, now, "decide", self._act, p, sig, events, nodes, gpus_used, node_created, now,
+                p.raw, p.rt, now, "decide", self._act, p, sig, events, nodes, gpus_used, node_created, node_ready, now,
                 why_missing(p),
             )
 
@@ -514,6 +515,7 @@ class Reconciler:
         nodes: list[Obj],
         gpus_used: dict[str, int],
         node_created: dict[str, float],
+        node_ready: dict[str, float],
         now: float,
         source_error: str | None,
     ) -> bool:
@@ -523,7 +525,7 @@ class Reconciler:
         counts = replace(counts, leaving=self.drain.leaving(key, p.pods, nodes))
         warm_key = (policy.metadata.namespace, warm_label_value(policy.metadata.name))
         observations = self.observer.observe(key, p.pods, events, node_created, self.warm_nodes.nodes(*warm_key),
-                                             2 * spec.interval_seconds)
+                                             2 * spec.interval_seconds, node_ready)
         facts = self._facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
         if spec.warm_capacity.enabled:
             facts = replace(facts, warm_slots=self._warm_running.get(warm_key, 0))

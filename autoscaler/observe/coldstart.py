@@ -45,9 +45,12 @@ class ColdStartObserver:
         node_created: Mapping[str, float],
         warm_nodes: Mapping[str, Presence] | None = None,
         warm_grace_seconds: float = 60.0,
+        node_ready: Mapping[str, float] | None = None,
     ) -> tuple[StageObservation, ...]:
         """New completed stages of `pods` (the target's pods) since the last call. `warm_nodes`: where the
-        policy's placeholders were seen (observe/warm.py); a pod that took one reports its stages as "warm"."""
+        policy's placeholders were seen (observe/warm.py); a pod that took one reports its stages as "warm".
+        `node_created` / `node_ready`: nodes' creation and last Ready times (`node_creation_times`,
+        `node_ready_times`), which decide a pod's node stage (observe/pods.py)."""
         mark = self._watermarks.get(key)
         newest = mark
         out: list[StageObservation] = []
@@ -64,6 +67,7 @@ class ColdStartObserver:
                 node_created.get(node) if node else None,
                 uid in self._unschedulable,
                 bool(warm_nodes) and landed_warm(pod, warm_nodes or {}, warm_grace_seconds),
+                (node_ready or {}).get(node) if node else None,
             ):
                 if c.stage in done:
                     continue
@@ -90,6 +94,19 @@ def node_creation_times(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
         t = parse_time(meta.get("creationTimestamp"))
         if t is not None and meta.get("name"):
             out[meta["name"]] = t
+    return out
+
+
+def node_ready_times(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """When each Ready node last became Ready (its `Ready` condition's lastTransitionTime)."""
+    out = {}
+    for n in nodes:
+        name = (n.get("metadata") or {}).get("name")
+        for c in (n.get("status") or {}).get("conditions") or ():
+            if c.get("type") == "Ready" and c.get("status") == "True":
+                t = parse_time(c.get("lastTransitionTime"))
+                if t is not None and name:
+                    out[name] = t
     return out
 
 

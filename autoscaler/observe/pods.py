@@ -7,10 +7,11 @@ Stages, from the pod's own timestamps:
   (`Unschedulable`, `FailedScheduling`) and then landed on a node older than itself waited for a GPU to
   free, for a preemption or for the scheduler's node cache, not for a new node, and counting its few
   seconds as node provisioning would teach a lead time far shorter than a node boot. A pod created
-  after a node launched for an earlier pod registered, but before its GPUs were allocatable, and that
-  landed there, counts as scheduling too: its wait covers only the end of that node's boot, a sample
-  that would bias the node stage low. When the node is not known (no node list), the pod's own history
-  decides: seen `Unschedulable` or a scale-up event (`TriggeredScaleUp`, `Nominated`, `FailedScheduling`).
+  after a node launched for an earlier pod registered but before that node was Ready, and that landed
+  there, reports no node stage: its wait covers only the end of that node's boot, a sample that would
+  bias node provisioning low and scheduling high. When the node is not known (no node list), the pod's
+  own history decides: seen `Unschedulable` or a scale-up event (`TriggeredScaleUp`, `Nominated`,
+  `FailedScheduling`).
 - image_pull: the kubelet `Pulled` events of the main containers (sum; cached if all were present).
 - weight_load: the KServe `storage-initializer` init container (startedAt -> finishedAt). Without one,
   an annotation `autoscaler.inference.dev/weights-loaded-at` (RFC 3339, set by the serving image or a
@@ -157,38 +158,46 @@ WARM_SITUATION = "warm"
 
 def completed_stages(
     pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, seen_unschedulable: bool,
-    warm: bool = False,
+    warm: bool = False, node_ready_at: float | None = None,
 ) -> list[CompletedStage]:
     """Every cold-start stage this pod has finished, with its duration and when it finished. `warm`: the pod
-    took a warm slot (every stage is reported under the situation "warm", its node stage as scheduling)."""
-    out = _completed_stages(pod, events, node_created_at, seen_unschedulable and not warm, warm)
+    took a warm slot (every stage is reported under the situation "warm", its node stage as scheduling).
+    `node_created_at` / `node_ready_at`: when the pod's node was created and last became Ready (None:
+    unknown)."""
+    out = _completed_stages(pod, events, node_created_at, node_ready_at, seen_unschedulable and not warm, warm)
     if not warm:
         return out
     return [CompletedStage(c.stage, c.seconds, WARM_SITUATION, c.completed_at) for c in out]
 
 
+def node_stage(created: float, events: list[Mapping[str, Any]], node_created_at: float | None,
+               node_ready_at: float | None, seen_unschedulable: bool, warm: bool) -> Stage | None:
+    """Which node stage a pod created at `created` waited in before it was scheduled; None when its wait is
+    no sample of either (it landed on a node that existed but was still booting when the pod was created)."""
+    if warm:
+        return "scheduling"
+    if node_created_at is None:  # no node list: the pod's own history decides
+        waited = seen_unschedulable or any(e.get("reason") in SCALE_UP_EVENT_REASONS for e in events)
+        return "node_provisioning" if waited else "scheduling"
+    if node_created_at > created:
+        return "node_provisioning"
+    if node_ready_at is not None and node_ready_at > created:
+        return None
+    return "scheduling"
+
+
 def _completed_stages(
-    pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, seen_unschedulable: bool,
-    warm: bool,
+    pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, node_ready_at: float | None,
+    seen_unschedulable: bool, warm: bool,
 ) -> list[CompletedStage]:
     out: list[CompletedStage] = []
     created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
     scheduled_at = _true_at(pod, "PodScheduled")
     events = list(events)
     if created is not None and scheduled_at is not None:
-        provisioned = not warm and (
-            node_created_at > created
-            if node_created_at is not None
-            else seen_unschedulable or any(e.get("reason") in SCALE_UP_EVENT_REASONS for e in events)
-        )
-        out.append(
-            CompletedStage(
-                "node_provisioning" if provisioned else "scheduling",
-                max(0.0, scheduled_at - created),
-                "default",
-                scheduled_at,
-            )
-        )
+        stage = node_stage(created, events, node_created_at, node_ready_at, seen_unschedulable, warm)
+        if stage is not None:
+            out.append(CompletedStage(stage, max(0.0, scheduled_at - created), "default", scheduled_at))
 
     # Image pull: one Pulled event per main container.
     containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from autoscaler.observe import ColdStartObserver, LabelSelector, cluster_facts, gpu_usage_by_node, replica_counts
+from autoscaler.observe.coldstart import node_ready_times
 from autoscaler.observe.pods import starting_stage
 from autoscaler.observe.pull_events import parse_go_duration, parse_pulled
 from autoscaler.observe.timefmt import format_time
@@ -116,6 +119,37 @@ def test_a_pod_that_waited_then_landed_on_an_older_node_did_not_wait_for_a_node(
     out = obs.observe("m/p", [cold_pod()], {"u1": [failed]}, {"n1": T0 - 5})
     assert [(o.stage, o.seconds) for o in out if o.stage in ("scheduling", "node_provisioning")] == [
         ("scheduling", 90.0)]
+
+
+def test_a_pod_that_landed_on_a_node_still_booting_when_it_was_created_reports_no_node_stage():
+    """Karpenter launched the node for an earlier pod; this one was created after the node registered (T0 - 5)
+    but before it was Ready (T0 + 60), so its 90 s is the end of a boot: no sample of either node stage."""
+    ready = node_ready_times([{"metadata": {"name": "n1"}, "status": {"conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": at(60)}]}}])
+    assert ready == {"n1": T0 + 60}
+    out = ColdStartObserver().observe("m/p", [cold_pod()], {}, {"n1": T0 - 5}, node_ready=ready)
+    assert {o.stage for o in out} == {"weight_load", "warmup"}
+    # Ready before the pod was created: it only waited for scheduling.
+    out = ColdStartObserver().observe("m/p", [cold_pod()], {}, {"n1": T0 - 5}, node_ready={"n1": T0 - 1})
+    assert ("scheduling", 90.0) in [(o.stage, o.seconds) for o in out]
+    # A node created after the pod: node provisioning, whenever it became Ready.
+    out = ColdStartObserver().observe("m/p", [cold_pod()], {}, {"n1": T0 + 30}, node_ready=ready)
+    assert ("node_provisioning", 90.0) in [(o.stage, o.seconds) for o in out]
+
+
+def test_node_ready_times_skip_nodes_not_ready_and_unreadable_times():
+    nodes: list[dict[str, Any]] = [
+        {"metadata": {"name": "a"}, "status": {"conditions": [{"type": "Ready", "status": "False",
+                                                               "lastTransitionTime": at(1)}]}},
+        {"metadata": {"name": "b"}, "status": {"conditions": [{"type": "Ready", "status": "True",
+                                                               "lastTransitionTime": "yesterday"}]}},
+        {"metadata": {"name": "c"}, "status": {}},
+        {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": at(2)}]}},
+        {"metadata": {"name": "d"}, "status": {"conditions": [
+            {"type": "MemoryPressure", "status": "True", "lastTransitionTime": at(3)},
+            {"type": "Ready", "status": "True", "lastTransitionTime": at(4)}]}},
+    ]
+    assert node_ready_times(nodes) == {"d": T0 + 4}
 
 
 def test_without_the_node_the_pods_own_history_decides_its_node_stage():

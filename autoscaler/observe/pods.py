@@ -170,10 +170,14 @@ def completed_stages(
     return [CompletedStage(c.stage, c.seconds, WARM_SITUATION, c.completed_at) for c in out]
 
 
-def node_stage(created: float, events: list[Mapping[str, Any]], node_created_at: float | None,
+TIMESTAMP_RESOLUTION_SECONDS = 1.0  # Kubernetes timestamps are whole seconds
+
+
+def node_stage(created: float, scheduled_at: float, events: list[Mapping[str, Any]], node_created_at: float | None,
                node_ready_at: float | None, seen_unschedulable: bool, warm: bool) -> Stage | None:
-    """Which node stage a pod created at `created` waited in before it was scheduled; None when its wait is
-    no sample of either (it landed on a node that existed but was still booting when the pod was created)."""
+    """Which node stage a pod created at `created` and scheduled at `scheduled_at` waited in; None when its
+    wait is no sample of either: it landed on a node that existed but became Ready only while the pod
+    waited (a Ready transition after the pod was scheduled is a later flap of the node, not its boot)."""
     if warm:
         return "scheduling"
     if node_created_at is None:  # no node list: the pod's own history decides
@@ -181,7 +185,7 @@ def node_stage(created: float, events: list[Mapping[str, Any]], node_created_at:
         return "node_provisioning" if waited else "scheduling"
     if node_created_at > created:
         return "node_provisioning"
-    if node_ready_at is not None and node_ready_at > created:
+    if node_ready_at is not None and created < node_ready_at <= scheduled_at + TIMESTAMP_RESOLUTION_SECONDS:
         return None
     return "scheduling"
 
@@ -195,7 +199,7 @@ def _completed_stages(
     scheduled_at = _true_at(pod, "PodScheduled")
     events = list(events)
     if created is not None and scheduled_at is not None:
-        stage = node_stage(created, events, node_created_at, node_ready_at, seen_unschedulable, warm)
+        stage = node_stage(created, scheduled_at, events, node_created_at, node_ready_at, seen_unschedulable, warm)
         if stage is not None:
             out.append(CompletedStage(stage, max(0.0, scheduled_at - created), "default", scheduled_at))
 

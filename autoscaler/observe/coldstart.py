@@ -7,11 +7,12 @@ keeps stages that completed before the restart from being counted twice.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from autoscaler.core.signals import StageObservation
-from autoscaler.observe.pods import completed_stages, is_unschedulable
+from autoscaler.observe.pods import completed_stages, is_ready, is_unschedulable, main_started_at
 from autoscaler.observe.timefmt import parse_time
 from autoscaler.observe.warm import Presence, landed_warm
 
@@ -21,14 +22,20 @@ class ColdStartObserver:
         self._reported: dict[str, set[str]] = {}
         self._unschedulable: set[str] = set()
         self._watermarks: dict[str, float] = {}
+        self._first_started: dict[str, float] = {}
 
     def note_pod(self, pod: Mapping[str, Any]) -> None:
-        """Call for every pod update seen (informer handler): remembers pods that were ever unschedulable,
-        which a later `PodScheduled=True` no longer shows."""
+        """Call for every pod update seen (informer handler; `observe` calls it too): remembers pods that were
+        ever unschedulable, which a later `PodScheduled=True` no longer shows, and when a not-yet-ready pod's
+        main containers were first seen running, which a restart overwrites."""
+        uid = (pod.get("metadata") or {}).get("uid")
+        if not uid:
+            return
         if is_unschedulable(pod):
-            uid = (pod.get("metadata") or {}).get("uid")
-            if uid:
-                self._unschedulable.add(uid)
+            self._unschedulable.add(uid)
+        started = main_started_at(pod)
+        if started is not None and not is_ready(pod) and started < self._first_started.get(uid, math.inf):
+            self._first_started[uid] = started
 
     def restore_watermark(self, key: str, value: float | None) -> None:
         if value is not None and key not in self._watermarks:
@@ -59,6 +66,7 @@ class ColdStartObserver:
             uid = meta.get("uid")
             if not uid:
                 continue
+            self.note_pod(pod)
             node = (pod.get("spec") or {}).get("nodeName")
             done = self._reported.setdefault(uid, set())
             for c in completed_stages(
@@ -68,6 +76,7 @@ class ColdStartObserver:
                 uid in self._unschedulable,
                 bool(warm_nodes) and landed_warm(pod, warm_nodes or {}, warm_grace_seconds),
                 (node_ready or {}).get(node) if node else None,
+                self._first_started.get(uid),
             ):
                 if c.stage in done:
                     continue
@@ -85,6 +94,8 @@ class ColdStartObserver:
         for uid in [u for u in self._reported if u not in live_uids]:
             del self._reported[uid]
         self._unschedulable &= live_uids
+        for uid in [u for u in self._first_started if u not in live_uids]:
+            del self._first_started[uid]
 
 
 def node_creation_times(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:

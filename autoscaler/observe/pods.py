@@ -18,7 +18,12 @@ Stages, from the pod's own timestamps:
   sidecar) splits container start -> Ready into weight_load + warmup.
 - warmup: main container start (or weights loaded) -> `Ready=True`. With neither an init container nor
   the annotation, weight loading cannot be told apart from warmup, so container start -> Ready is all
-  reported as warmup (the weight_load prior then stays a prior).
+  reported as warmup (the weight_load prior then stays a prior). An engine that crashed and restarted
+  before it was ready (an OOM in CUDA-graph capture, an NCCL timeout) starts from the first attempt the
+  observer saw running: the failed attempts and the CrashLoopBackOff are part of that replica's cold
+  start. The pod's status keeps only the current attempt and the one before, and cannot tell a crash
+  before the first Ready from one hours later, so this needs the observer to have seen the first attempt
+  (after a controller restart, a pod already past it counts from its current attempt, as before).
 
 A replica that took a warm slot (a placeholder of spec.warmCapacity was preempted for it; see observe/warm.py)
 reports every stage under the situation "warm", and its node stage as scheduling: it waited for the
@@ -79,7 +84,7 @@ def _storage_initializer(pod: Pod) -> Mapping[str, Any] | None:
     return None
 
 
-def _main_started_at(pod: Pod) -> float | None:
+def main_started_at(pod: Pod) -> float | None:
     """When the last main container started running; None unless all are running."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or ()
     if not statuses:
@@ -111,7 +116,7 @@ def starting_stage(pod: Pod, now: float) -> StartingReplica:
         since = parse_time(init["state"]["running"].get("startedAt")) or scheduled_at
         stage = "weight_load"
     else:
-        started = _main_started_at(pod)
+        started = main_started_at(pod)
         if started is None:
             finished = parse_time(((init or {}).get("state") or {}).get("terminated", {}).get("finishedAt"))
             since, stage = max(scheduled_at, finished or scheduled_at), "image_pull"
@@ -158,13 +163,16 @@ WARM_SITUATION = "warm"
 
 def completed_stages(
     pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, seen_unschedulable: bool,
-    warm: bool = False, node_ready_at: float | None = None,
+    warm: bool = False, node_ready_at: float | None = None, first_started_at: float | None = None,
 ) -> list[CompletedStage]:
     """Every cold-start stage this pod has finished, with its duration and when it finished. `warm`: the pod
     took a warm slot (every stage is reported under the situation "warm", its node stage as scheduling).
     `node_created_at` / `node_ready_at`: when the pod's node was created and last became Ready (None:
-    unknown)."""
-    out = _completed_stages(pod, events, node_created_at, node_ready_at, seen_unschedulable and not warm, warm)
+    unknown). `first_started_at`: when its main containers were first seen running, if earlier than their
+    current start (an engine that crashed and restarted before it was ready: the failed attempts and the
+    back-off belong to its start, which counts from the first attempt)."""
+    out = _completed_stages(pod, events, node_created_at, node_ready_at, seen_unschedulable and not warm, warm,
+                            first_started_at)
     if not warm:
         return out
     return [CompletedStage(c.stage, c.seconds, WARM_SITUATION, c.completed_at) for c in out]
@@ -192,7 +200,7 @@ def node_stage(created: float, scheduled_at: float, events: list[Mapping[str, An
 
 def _completed_stages(
     pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, node_ready_at: float | None,
-    seen_unschedulable: bool, warm: bool,
+    seen_unschedulable: bool, warm: bool, first_started_at: float | None,
 ) -> list[CompletedStage]:
     out: list[CompletedStage] = []
     created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
@@ -228,7 +236,9 @@ def _completed_stages(
             )
         )
 
-    started = _main_started_at(pod)
+    started = main_started_at(pod)
+    if started is not None and first_started_at is not None and scheduled_at is not None:
+        started = min(started, max(first_started_at, scheduled_at))
     init = _storage_initializer(pod)
     warm_from = started
     term = ((init or {}).get("state") or {}).get("terminated") or {}

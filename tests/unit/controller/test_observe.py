@@ -168,6 +168,28 @@ def test_without_the_node_the_pods_own_history_decides_its_node_stage():
     assert ("scheduling", 90.0) in [(o.stage, o.seconds) for o in out]
 
 
+def test_an_engine_that_crashed_before_it_was_ready_counts_its_start_from_the_first_attempt():
+    """Seen running at 340 (first attempt), crashed, restarted at 600 and Ready at 660: the warmup is 320 s,
+    not the last attempt's 60 s. A fresh observer, which never saw the first attempt, says 60 s as before."""
+    first = cold_pod()
+    first["status"]["conditions"] = first["status"]["conditions"][:1]  # scheduled, not ready yet
+    later = cold_pod()
+    later["status"]["containerStatuses"] = [{
+        "name": "engine", "restartCount": 1, "state": {"running": {"startedAt": at(600)}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "OOMKilled", "startedAt": at(340),
+                                     "finishedAt": at(500)}}}]
+    later["status"]["conditions"][1]["lastTransitionTime"] = at(660)
+    obs = ColdStartObserver()
+    assert {o.stage for o in obs.observe("k", [first], {}, {})} == {"scheduling", "weight_load"}
+    out = {o.stage: o.seconds for o in obs.observe("k", [later], {}, {})}
+    assert out == {"warmup": 320.0}
+    assert {o.stage: o.seconds for o in ColdStartObserver().observe("k", [later], {}, {})}["warmup"] == 60.0
+    assert obs.observe("k", [later], {}, {}) == ()  # reported once
+    # Pods that are gone are forgotten, first attempts included (the memory stays bounded).
+    obs.forget_except(set())
+    assert {o.stage: o.seconds for o in obs.observe("k2", [later], {}, {})}["warmup"] == 60.0
+
+
 def test_without_an_init_container_container_start_to_ready_is_warmup_unless_annotated():
     p = cold_pod()
     del p["status"]["initContainerStatuses"]

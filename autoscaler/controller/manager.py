@@ -114,6 +114,7 @@ def keep_event(ev: Obj) -> Obj | None:
             "firstTimestamp",
             "lastTimestamp",
             "eventTime",
+            "count",
         )
     }
 

@@ -12,7 +12,9 @@ Stages, from the pod's own timestamps:
   bias node provisioning low and scheduling high. When the node is not known (no node list), the pod's
   own history decides: seen `Unschedulable` or a scale-up event (`TriggeredScaleUp`, `Nominated`,
   `FailedScheduling`).
-- image_pull: the kubelet `Pulled` events of the main containers (sum; cached if all were present).
+- image_pull: the kubelet `Pulled` events of the main containers (sum; cached if all were present). A
+  pull that failed and was retried (`Pulling` said more than once before the container ever ran) counts
+  from the first `Pulling`: the `Pulled` message times only the last attempt, not the back-off.
 - weight_load: the KServe `storage-initializer` init container (startedAt -> finishedAt). Without one,
   an annotation `autoscaler.inference.dev/weights-loaded-at` (RFC 3339, set by the serving image or a
   sidecar) splits container start -> Ready into weight_load + warmup.
@@ -44,7 +46,7 @@ from autoscaler.observe.timefmt import parse_time
 Pod = Mapping[str, Any]
 WEIGHTS_LOADED_ANNOTATION = "autoscaler.inference.dev/weights-loaded-at"
 SCALE_UP_EVENT_REASONS = frozenset({"TriggeredScaleUp", "Nominated", "FailedScheduling"})
-INTERESTING_EVENT_REASONS = SCALE_UP_EVENT_REASONS | {"Pulled"}
+INTERESTING_EVENT_REASONS = SCALE_UP_EVENT_REASONS | {"Pulled", "Pulling"}
 
 
 def _condition(pod: Pod, kind: str) -> Mapping[str, Any] | None:
@@ -211,20 +213,25 @@ def _completed_stages(
         if stage is not None:
             out.append(CompletedStage(stage, max(0.0, scheduled_at - created), "default", scheduled_at))
 
-    # Image pull: one Pulled event per main container.
+    # Image pull: one Pulled event per main container; a pull that failed and was retried counts from the
+    # first attempt (see _pull_seconds).
     containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]
     pulls: dict[str, tuple[float, bool, float]] = {}
+    first_pulling = _first_pulling(events)
+    restarted = _restarted_containers(pod)
     for e in events:
         if e.get("reason") != "Pulled":
             continue
-        path = (e.get("involvedObject") or {}).get("fieldPath") or ""
-        if not path.startswith("spec.containers{"):
+        name = _container_of(e)
+        if name is None:
             continue
-        name = path[len("spec.containers{") : -1]
         pull = parse_pulled(e.get("message") or e.get("note") or "")
         at = _event_time(e)
         if pull is not None and at is not None:
-            pulls[name] = (pull.seconds, pull.cached, at)
+            seconds = pull.seconds
+            if not pull.cached and name not in restarted and name in first_pulling:
+                seconds = _pull_seconds(seconds, at, *first_pulling[name])
+            pulls[name] = (seconds, pull.cached, at)
     if containers and all(c in pulls for c in containers):
         cached = all(p[1] for p in pulls.values())
         out.append(
@@ -255,6 +262,45 @@ def _completed_stages(
     if ready_at is not None and warm_from is not None and ready_at >= warm_from:
         out.append(CompletedStage("warmup", ready_at - warm_from, "default", ready_at))
     return out
+
+
+def _container_of(e: Mapping[str, Any]) -> str | None:
+    """The main container a kubelet event is about (`spec.containers{name}`), or None."""
+    path = (e.get("involvedObject") or {}).get("fieldPath") or ""
+    return path[len("spec.containers{") : -1] if path.startswith("spec.containers{") and path.endswith("}") else None
+
+
+def _first_pulling(events: Iterable[Mapping[str, Any]]) -> dict[str, tuple[float, int]]:
+    """Per main container, when the kubelet first said `Pulling` and how many times it said so (the event
+    recorder folds repeats of one message into one event with a count)."""
+    out: dict[str, tuple[float, int]] = {}
+    for e in events:
+        name = _container_of(e) if e.get("reason") == "Pulling" else None
+        first = parse_time(e.get("firstTimestamp")) or _event_time(e)
+        if name is None or first is None:
+            continue
+        count = e.get("count")
+        n = count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
+        if name in out:
+            t, m = out[name]
+            out[name] = (min(t, first), m + n)
+        else:
+            out[name] = (first, n)
+    return out
+
+
+def _restarted_containers(pod: Pod) -> set[str]:
+    return {s.get("name") for s in (pod.get("status") or {}).get("containerStatuses") or ()
+            if (s.get("restartCount") or 0) > 0}
+
+
+def _pull_seconds(reported: float, pulled_at: float, first_pulling_at: float, attempts: int) -> float:
+    """A pull the kubelet attempted more than once (ErrImagePull, then back-off: a registry's rate limit, a
+    timeout) took from its first `Pulling` to `Pulled`; the `Pulled` message times only the last attempt.
+    A container that restarted may have pulled again (imagePullPolicy Always), so its count says nothing."""
+    if attempts > 1 and pulled_at >= first_pulling_at:
+        return max(reported, pulled_at - first_pulling_at)
+    return reported
 
 
 class PodIndex:

@@ -190,6 +190,45 @@ def test_an_engine_that_crashed_before_it_was_ready_counts_its_start_from_the_fi
     assert {o.stage: o.seconds for o in obs.observe("k2", [later], {}, {})}["warmup"] == 60.0
 
 
+def test_a_pull_retried_after_errors_counts_from_the_first_attempt():
+    """`Pulling` three times from 100 (ErrImagePull, back-off), `Pulled` at 340 timing its last attempt at
+    180 s: the image stage took 240 s. One attempt, or a container that restarted (it may have pulled again
+    under imagePullPolicy Always), keeps the message's 180 s."""
+    def pulling(count: object) -> dict[str, Any]:
+        return {"reason": "Pulling", "involvedObject": {"kind": "Pod", "uid": "u1",
+                                                        "fieldPath": "spec.containers{engine}"},
+                "message": 'Pulling image "vllm:1"', "firstTimestamp": at(100), "lastTimestamp": at(160),
+                "count": count}
+
+    def pull_seconds(pod: dict[str, Any], events: list[dict[str, Any]]) -> float:
+        out = ColdStartObserver().observe("k", [pod], {"u1": list(events)}, {})
+        return next(o.seconds for o in out if o.stage == "image_pull")
+
+    assert pull_seconds(cold_pod(), [pulling(3), PULLED]) == 240.0
+    assert pull_seconds(cold_pod(), [pulling(1), PULLED]) == 180.0
+    assert pull_seconds(cold_pod(), [pulling(None), PULLED]) == 180.0
+    assert pull_seconds(cold_pod(), [pulling(True), PULLED]) == 180.0
+    assert pull_seconds(cold_pod(), [pulling(2), pulling(1), PULLED]) == 240.0  # two folded events
+    restarted = cold_pod()
+    restarted["status"]["containerStatuses"][0]["restartCount"] = 1
+    assert pull_seconds(restarted, [pulling(3), PULLED]) == 180.0
+    # A Pulling event about an init container or with no time says nothing about the main image.
+    init = {**pulling(3), "involvedObject": {"kind": "Pod", "uid": "u1",
+                                             "fieldPath": "spec.initContainers{storage-initializer}"}}
+    timeless = {**pulling(3), "firstTimestamp": None, "lastTimestamp": None}
+    assert pull_seconds(cold_pod(), [init, timeless, PULLED]) == 180.0
+
+
+def test_the_event_cache_keeps_pulls_with_their_counts_and_drops_the_rest():
+    from autoscaler.controller.manager import keep_event
+
+    ev = {"reason": "Pulling", "count": 3, "firstTimestamp": at(100), "source": {"component": "kubelet"},
+          "involvedObject": {"kind": "Pod", "uid": "u1", "fieldPath": "spec.containers{engine}"}}
+    kept = keep_event(ev)
+    assert kept is not None and kept["count"] == 3 and kept["firstTimestamp"] == at(100) and "source" not in kept
+    assert keep_event({**ev, "reason": "Scheduled"}) is None
+
+
 def test_without_an_init_container_container_start_to_ready_is_warmup_unless_annotated():
     p = cold_pod()
     del p["status"]["initContainerStatuses"]

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoscaler.core.signals import ReplicaCounts, Stage, StartingReplica
-from autoscaler.observe.pull_events import parse_pulled
+from autoscaler.observe.pull_events import container_of, first_pulling_events, parse_pulled, retried_pull_seconds
 from autoscaler.observe.selector import LabelSelector
-from autoscaler.observe.timefmt import parse_time
+from autoscaler.observe.timefmt import event_time, parse_time
 
 Pod = Mapping[str, Any]
 WEIGHTS_LOADED_ANNOTATION = "autoscaler.inference.dev/weights-loaded-at"
@@ -151,15 +151,6 @@ class CompletedStage:
     completed_at: float
 
 
-def _event_time(ev: Mapping[str, Any]) -> float | None:
-    return (
-        parse_time(ev.get("lastTimestamp"))
-        or parse_time(ev.get("eventTime"))
-        or parse_time(ev.get("firstTimestamp"))
-        or parse_time((ev.get("metadata") or {}).get("creationTimestamp"))
-    )
-
-
 WARM_SITUATION = "warm"
 
 
@@ -214,23 +205,23 @@ def _completed_stages(
             out.append(CompletedStage(stage, max(0.0, scheduled_at - created), "default", scheduled_at))
 
     # Image pull: one Pulled event per main container; a pull that failed and was retried counts from the
-    # first attempt (see _pull_seconds).
+    # first attempt (pull_events.retried_pull_seconds).
     containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]
     pulls: dict[str, tuple[float, bool, float]] = {}
-    first_pulling = _first_pulling(events)
+    first_pulling = first_pulling_events(events)
     restarted = _restarted_containers(pod)
     for e in events:
         if e.get("reason") != "Pulled":
             continue
-        name = _container_of(e)
+        name = container_of(e)
         if name is None:
             continue
         pull = parse_pulled(e.get("message") or e.get("note") or "")
-        at = _event_time(e)
+        at = event_time(e)
         if pull is not None and at is not None:
             seconds = pull.seconds
             if not pull.cached and name not in restarted and name in first_pulling:
-                seconds = _pull_seconds(seconds, at, *first_pulling[name])
+                seconds = retried_pull_seconds(seconds, at, *first_pulling[name])
             pulls[name] = (seconds, pull.cached, at)
     if containers and all(c in pulls for c in containers):
         cached = all(p[1] for p in pulls.values())
@@ -264,43 +255,9 @@ def _completed_stages(
     return out
 
 
-def _container_of(e: Mapping[str, Any]) -> str | None:
-    """The main container a kubelet event is about (`spec.containers{name}`), or None."""
-    path = (e.get("involvedObject") or {}).get("fieldPath") or ""
-    return path[len("spec.containers{") : -1] if path.startswith("spec.containers{") and path.endswith("}") else None
-
-
-def _first_pulling(events: Iterable[Mapping[str, Any]]) -> dict[str, tuple[float, int]]:
-    """Per main container, when the kubelet first said `Pulling` and how many times it said so (the event
-    recorder folds repeats of one message into one event with a count)."""
-    out: dict[str, tuple[float, int]] = {}
-    for e in events:
-        name = _container_of(e) if e.get("reason") == "Pulling" else None
-        first = parse_time(e.get("firstTimestamp")) or _event_time(e)
-        if name is None or first is None:
-            continue
-        count = e.get("count")
-        n = count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
-        if name in out:
-            t, m = out[name]
-            out[name] = (min(t, first), m + n)
-        else:
-            out[name] = (first, n)
-    return out
-
-
 def _restarted_containers(pod: Pod) -> set[str]:
     return {s.get("name") for s in (pod.get("status") or {}).get("containerStatuses") or ()
             if (s.get("restartCount") or 0) > 0}
-
-
-def _pull_seconds(reported: float, pulled_at: float, first_pulling_at: float, attempts: int) -> float:
-    """A pull the kubelet attempted more than once (ErrImagePull, then back-off: a registry's rate limit, a
-    timeout) took from its first `Pulling` to `Pulled`; the `Pulled` message times only the last attempt.
-    A container that restarted may have pulled again (imagePullPolicy Always), so its count says nothing."""
-    if attempts > 1 and pulled_at >= first_pulling_at:
-        return max(reported, pulled_at - first_pulling_at)
-    return reported
 
 
 class PodIndex:

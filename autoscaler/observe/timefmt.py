@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
+from typing import Any
 
 
 def parse_time(value: object) -> float | None:
@@ -25,3 +27,13 @@ def format_time(seconds: float) -> str:
 def format_micro_time(seconds: float) -> str:
     """RFC 3339 with microseconds, as `metav1.MicroTime` (Lease renewTime, events.k8s.io eventTime)."""
     return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def event_time(ev: Mapping[str, Any]) -> float | None:
+    """When a Kubernetes event happened: its last occurrence, else its eventTime, first occurrence or creation."""
+    return (
+        parse_time(ev.get("lastTimestamp"))
+        or parse_time(ev.get("eventTime"))
+        or parse_time(ev.get("firstTimestamp"))
+        or parse_time((ev.get("metadata") or {}).get("creationTimestamp"))
+    )

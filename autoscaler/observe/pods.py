@@ -81,7 +81,7 @@ def is_unschedulable(pod: Pod) -> bool:
 
 def _storage_initializer(pod: Pod) -> Mapping[str, Any] | None:
     for s in (pod.get("status") or {}).get("initContainerStatuses") or ():
-        if "storage-initializer" in s.get("name", ""):
+        if "storage-initializer" in (s.get("name") or ""):
             return s
     return None
 
@@ -120,7 +120,7 @@ def starting_stage(pod: Pod, now: float) -> StartingReplica:
     else:
         started = main_started_at(pod)
         if started is None:
-            finished = parse_time(((init or {}).get("state") or {}).get("terminated", {}).get("finishedAt"))
+            finished = parse_time((((init or {}).get("state") or {}).get("terminated") or {}).get("finishedAt"))
             since, stage = max(scheduled_at, finished or scheduled_at), "image_pull"
         else:
             loaded = _weights_loaded_at(pod)

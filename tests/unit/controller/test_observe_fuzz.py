@@ -1,4 +1,4 @@
-"""The cold-start observer under fuzzing: pods, events and nodes shaped as the API server sends them (the
+"""The observers under fuzzing (cold-start stages; cluster facts and leaving nodes below): pods, events and nodes shaped as the API server sends them (the
 schema's types), built around a consistent start (created → scheduled → pulled → started → ready, at random
 offsets that may also run backwards), with any of their fields then dropped, set to None or to an
 unparseable value. It never raises, and what it reports is a stage it knows with a finite duration that
@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core.signals import Stage
-from autoscaler.observe import ColdStartObserver, replica_counts
+from autoscaler.observe import ColdStartObserver, cluster_facts, gpu_usage_by_node, replica_counts
 from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times, node_ready_times
+from autoscaler.observe.nodes import leaving_reason
 from autoscaler.observe.timefmt import format_time
 
 T0 = 1_700_000_000.0
@@ -29,6 +30,7 @@ BAD: dict[str, list[Any]] = {
     "int": ["drop", None, -1, 0],
     "obj": ["drop", None, {}],
     "list": ["drop", None, []],
+    "bool": ["drop", None, False],
 }
 
 
@@ -189,3 +191,64 @@ def test_the_fuzzed_pods_reach_every_stage() -> None:
 
     collect()
     assert seen == STAGES, seen
+
+
+@st.composite
+def gpu_nodes(draw: st.DrawFn) -> dict[str, Any]:
+    taint = {"key": draw(st.sampled_from(["nvidia.com/gpu", "node.kubernetes.io/unschedulable"])),
+             "value": draw(st.sampled_from(["present", ""])),
+             "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]))}
+    node: dict[str, Any] = {
+        "metadata": {"name": draw(st.sampled_from(["n1", "n2"])),
+                     "labels": {"pool": draw(st.sampled_from(["a", "b"]))}},
+        "spec": {"unschedulable": draw(st.booleans()), "taints": [taint] if draw(st.booleans()) else []},
+        "status": {"conditions": [{"type": "Ready", "status": draw(st.sampled_from(["True", "False"]))}],
+                   "allocatable": {"nvidia.com/gpu": draw(st.sampled_from(["8", "0", "4", "1k", "2.5"]))},
+                   "images": [{"names": [draw(st.sampled_from(["reg/vllm:1", "vllm:1", "other"]))]}]},
+    }
+    _spoil_all(node, [
+        (("metadata", "name"), "str"), (("metadata", "labels"), "obj"), (("spec", "unschedulable"), "bool"),
+        (("spec", "taints"), "list"), (("spec", "taints", "key"), "str"), (("spec", "taints", "value"), "str"),
+        (("spec", "taints", "effect"), "str"), (("status", "conditions"), "list"), (("status", "allocatable"), "obj"),
+        (("status", "allocatable", "nvidia.com/gpu"), "str"), (("status", "images"), "list"),
+        (("status", "images", "names"), "list"),
+    ], draw(spoils))
+    return node
+
+
+@st.composite
+def gpu_pods(draw: st.DrawFn) -> dict[str, Any]:
+    gpus = draw(st.sampled_from(["1", "2", "0", "x"]))
+    pod: dict[str, Any] = {
+        "spec": {"nodeName": draw(st.sampled_from(["n1", "n2", ""])), "nodeSelector": {"pool": "a"},
+                 "tolerations": [{"key": "nvidia.com/gpu", "operator": draw(st.sampled_from(["Exists", "Equal"])),
+                                  "value": "present", "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", ""])),
+                                  "tolerationSeconds": draw(st.sampled_from([None, 300]))}],
+                 "containers": [{"image": "vllm:1", "resources": {"requests": {"nvidia.com/gpu": gpus},
+                                                                  "limits": {"nvidia.com/gpu": gpus}}}]},
+        "status": {"phase": draw(st.sampled_from(["Running", "Pending", "Succeeded"]))},
+    }
+    _spoil_all(pod, [
+        (("spec", "nodeName"), "str"), (("spec", "nodeSelector"), "obj"), (("spec", "tolerations"), "list"),
+        (("spec", "tolerations", "key"), "str"), (("spec", "tolerations", "operator"), "str"),
+        (("spec", "tolerations", "tolerationSeconds"), "int"), (("spec", "containers"), "list"),
+        (("spec", "containers", "image"), "str"), (("spec", "containers", "resources"), "obj"),
+        (("spec", "containers", "resources", "requests"), "obj"), (("status", "phase"), "str"),
+    ], draw(spoils))
+    return pod
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(node_list=st.lists(gpu_nodes(), max_size=3), pod_list=st.lists(gpu_pods(), max_size=3),
+       per_replica=st.integers(1, 8))
+def test_cluster_facts_never_raise_and_count_whole_free_slots(
+        node_list: list[dict[str, Any]], pod_list: list[dict[str, Any]], per_replica: int) -> None:
+    used = gpu_usage_by_node(pod_list)
+    assert all(isinstance(v, int) and v >= 0 for v in used.values())
+    for template in [None, *pod_list]:
+        facts = cluster_facts(template, node_list, used, per_replica)
+        slots = facts.free_replica_slots
+        assert slots is None or (isinstance(slots, int) and 0 <= slots <= 8 * len(node_list)), facts
+        for node in node_list:
+            reason = leaving_reason(node, (template or {}).get("spec") or {})
+            assert reason is None or isinstance(reason, str)

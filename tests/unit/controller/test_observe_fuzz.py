@@ -1,8 +1,9 @@
-"""The observers under fuzzing (cold-start stages; cluster facts and leaving nodes below): pods, events and nodes shaped as the API server sends them (the
-schema's types), built around a consistent start (created → scheduled → pulled → started → ready, at random
-offsets that may also run backwards), with any of their fields then dropped, set to None or to an
-unparseable value. It never raises, and what it reports is a stage it knows with a finite duration that
-is not negative, each stage of a pod once."""
+"""The observers under fuzzing. Pods, events and nodes are shaped as the API server sends them (the
+schema's types): the cold-start ones are built around a consistent start (created → scheduled → pulled →
+started → ready, at random offsets that may also run backwards), the GPU ones around a schedulable fleet;
+then any of their fields is dropped, set to None or to a value of the right type that means nothing.
+Nothing raises; the cold-start observer reports only stages it knows, each of a pod once, with finite
+durations that are not negative; cluster facts count whole free slots within the nodes' GPUs."""
 
 from __future__ import annotations
 

@@ -164,8 +164,7 @@ def completed_stages(
     unknown). `first_started_at`: when its main containers were first seen running, if earlier than their
     current start (an engine that crashed and restarted before it was ready: the failed attempts and the
     back-off belong to its start, which counts from the first attempt)."""
-    out = _completed_stages(pod, events, node_created_at, node_ready_at, seen_unschedulable and not warm, warm,
-                            first_started_at)
+    out = _completed_stages(pod, events, node_created_at, node_ready_at, seen_unschedulable, warm, first_started_at)
     if not warm:
         return out
     return [CompletedStage(c.stage, c.seconds, WARM_SITUATION, c.completed_at) for c in out]

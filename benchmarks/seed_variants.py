@@ -6,11 +6,16 @@ line can be luck. This script writes copies of the shipped scenarios with other 
 runs of each draw side by side:
 
     python benchmarks/seed_variants.py write DIR [--offsets 100,200]
+    python benchmarks/seed_variants.py write DIR --days 2,3,7   # other days of the multi-day traces
     inference-autoscaler bench --quick --priors-scales '' --scenarios DIR/*~s1.yaml --json s1.json   # etc.
     python benchmarks/seed_variants.py table shipped.json s1.json s2.json [--readme README.md]
     python benchmarks/seed_variants.py ours DIR [--policy FILE] [--priors-scale 0.7] [--workers 2]   # ours alone
 
-docs/benchmarks.md ("Other seeds") records a run; `--readme` writes its one-paragraph summary between the
+`--days` writes, instead, later days of the scenarios whose recorded trace spans more than a quick run's
+day (ServeGen's 14 days): the same scenario and seed from `trace.start_seconds` = (N - 1) days, named `~dN`.
+The bench was never tuned on them: a hold-out set of real traffic.
+
+docs/benchmarks.md ("Other seeds", "Other days") records a run; `--readme` writes its one-paragraph summary between the
 README's `<!-- seeds:start -->` and `<!-- seeds:end -->` markers.
 """
 
@@ -24,7 +29,16 @@ from typing import Any
 
 import yaml
 
-from simulations.scenario import bench_scenario_names, scenario_dir
+from simulations.scenario import (
+    Scenario,
+    bench_scenario_names,
+    build_workload,
+    load_scenario,
+    parse_scenario,
+    scenario_dir,
+)
+
+DAY = 86400.0
 
 
 def write(out: Path, offsets: list[int]) -> list[Path]:
@@ -34,10 +48,55 @@ def write(out: Path, offsets: list[int]) -> list[Path]:
         data = yaml.safe_load((scenario_dir() / f"{name}.yaml").read_text(encoding="utf-8"))
         for k, off in enumerate(offsets, 1):
             copy = {**data, "name": f"{name}~s{k}", "seed": int(data.get("seed", 1)) + off}
-            path = out / f"{name}~s{k}.yaml"
-            path.write_text(yaml.safe_dump(copy, sort_keys=False), encoding="utf-8")
-            written.append(path)
+            written.append(_dump(out / f"{name}~s{k}.yaml", copy))
     return written
+
+
+def multi_day(name: str) -> bool:
+    """Whether the scenario replays a recorded trace longer than its quick run's day."""
+    sc = load_scenario(name)
+    return sc.trace.format == "servegen" and (sc.quick_limit_seconds or 0) <= DAY
+
+
+START_SECONDS = 600.0  # the start of a day whose load sets its fleet at t = 0
+
+
+def start_need(scenario: Scenario) -> int:
+    """Replicas the first START_SECONDS of the scenario's trace need (the oracle's requirement, no headroom)."""
+    from simulations.autoscalers.oracle import plan_need
+
+    need = plan_need(scenario, build_workload(scenario, START_SECONDS), 1.0)
+    return max(1, int(need.max()))
+
+
+def write_days(out: Path, days: list[int]) -> list[Path]:
+    """Day N (2, 3, …) of every multi-day scenario: its trace from (N - 1) days on, seed unchanged. Each day
+    starts with the shipped scenario's initial replicas scaled by what the day's first ten minutes need
+    against what the shipped day's first ten minutes need, so every family starts each day as far from its
+    load as on the shipped day (a fleet sized for one midnight is no start for a busier one)."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in filter(multi_day, bench_scenario_names()):
+        data = yaml.safe_load((scenario_dir() / f"{name}.yaml").read_text(encoding="utf-8"))
+        shipped = load_scenario(name)
+        base = start_need(shipped)
+        for n in days:
+            copy = {**data, "name": f"{name}~d{n}", "trace": {**data["trace"], "start_seconds": (n - 1) * DAY}}
+            need = start_need(parse_scenario(copy))
+            top = shipped.max_replicas
+            copy["initial_replicas"] = max(1, min(top, round(shipped.initial_replicas * need / base)))
+            written.append(_dump(out / f"{name}~d{n}.yaml", copy))
+    return written
+
+
+def _dump(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _suffix_key(suffix: str) -> tuple[str, int]:
+    """`s2` -> ("s", 2): draws and days in numeric order."""
+    return suffix[:1], int(suffix[1:]) if suffix[1:].isdigit() else 0
 
 
 def _rows(file: str) -> dict[str, dict[str, Any]]:
@@ -116,13 +175,16 @@ def table(files: list[str]) -> list[str]:
 def ours_table(out: Path, policy_file: str, workers: int = 2, names: list[str] | None = None,
                priors_scale: float = 1.0) -> list[str]:
     """Ours as configured in `policy_file` (every prior × `priors_scale`, as the bench's priors rows) on every
-    shipped scenario and its variants in `out` (written by `write`): one row per scenario, one column per
-    draw, attainment and GPU-hours (quick traces). No baseline is searched: a minute or two on 2 cores
-    instead of a bench per draw."""
+    shipped scenario with variants in `out` (written by `write` or `write_days`) and on those variants: one
+    row per scenario, one column per draw or day, attainment and GPU-hours (quick traces). No baseline is
+    searched: a minute or two on 2 cores instead of a bench per draw."""
     from simulations.bench import Job, run_jobs
 
-    columns = sorted({p.stem.split("~")[1] for p in out.glob("*~s*.yaml")}, key=lambda k: int(k[1:]))
-    names = bench_scenario_names() if names is None else names
+    variants = [p.stem.split("~", 1) for p in out.glob("*~*.yaml")]
+    columns = sorted({v[1] for v in variants}, key=_suffix_key)
+    if names is None:
+        present = {v[0] for v in variants}
+        names = [n for n in bench_scenario_names() if n in present]
     cells = [(n, col) for n in names for col in ["", *columns]]
     for n, col in cells:
         if col and not (out / f"{n}~{col}.yaml").is_file():
@@ -131,7 +193,7 @@ def ours_table(out: Path, policy_file: str, workers: int = 2, names: list[str] |
             for n, col in cells]
     records = run_jobs(jobs, workers)
     got = {cell: (bool(r["reached"]), r["winner"]) for cell, r in zip(cells, records, strict=True)}
-    head = ["shipped seed", *(f"variant {c}" for c in columns)]
+    head = ["shipped seed", *(f"variant {c}" if c.startswith("s") else f"day {c[1:]}" for c in columns)]
     lines = ["| scenario | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
     for n in names:
         row = []
@@ -149,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("write", help="write the seed variants of every shipped scenario into DIR")
     w.add_argument("dir", type=Path)
     w.add_argument("--offsets", default="100,200", help="added to each scenario's seed, one variant each")
+    w.add_argument("--days", default=None,
+                   help="instead: these days (2..14) of the multi-day scenarios, one variant each, e.g. 2,3,7")
     t = sub.add_parser("table", help="ours per scenario across bench --json files (one column each)")
     t.add_argument("files", nargs="+")
     t.add_argument("--readme", type=Path, help="also write the summary into this README between the seeds markers")
@@ -172,6 +236,16 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     if a.cmd == "write":
+        if a.days is not None:
+            try:
+                days = [int(x) for x in a.days.split(",") if x.strip()]
+            except ValueError:
+                days = []
+            if not days or not all(2 <= d <= 14 for d in days):
+                ap.error(f"--days {a.days!r}: write comma-separated days from 2 to 14, e.g. 2,3,7")
+            for p in write_days(a.dir, days):
+                print(p)
+            return 0
         try:
             offsets = [int(x) for x in a.offsets.split(",") if x.strip()]
         except ValueError:

@@ -138,6 +138,16 @@ class BinnedWorkload:
         return replace(self, name=f"{self.name}×{factor:g}", counts=self.counts * factor,
                        prompt_tokens=self.prompt_tokens * factor, output_tokens=self.output_tokens * factor)
 
+    def skip(self, seconds: float, where: str = "") -> BinnedWorkload:
+        """The bins after the first `seconds`, the clock (`start_epoch`) moved on by as much."""
+        n = int(seconds / self.bin_seconds)
+        if n >= len(self.counts) or not float(self.counts[n:].sum()) > 0:
+            raise SimulationInputError(where or self.name, "trace.start_seconds",
+                                       f"nothing arrives after {seconds:g} s",
+                                       f"start before the trace's end ({self.duration_seconds:g} s)")
+        return replace(self, counts=self.counts[n:], prompt_tokens=self.prompt_tokens[n:],
+                       output_tokens=self.output_tokens[n:], start_epoch=self.start_epoch + n * self.bin_seconds)
+
     def head(self, seconds: float) -> BinnedWorkload:
         n = max(1, int(seconds / self.bin_seconds))
         return replace(self, counts=self.counts[:n], prompt_tokens=self.prompt_tokens[:n],

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.seed_variants import main, ours_table, summary, table, write, write_readme
-from simulations.scenario import bench_scenario_names, load_scenario
+from benchmarks.seed_variants import main, multi_day, ours_table, summary, table, write, write_days, write_readme
+from simulations.scenario import bench_scenario_names, build_workload, load_scenario
+from simulations.trace import BinnedWorkload
 
 
 def test_variants_differ_from_the_shipped_scenario_in_seed_and_name_only(tmp_path: Path) -> None:
@@ -22,6 +23,57 @@ def test_variants_differ_from_the_shipped_scenario_in_seed_and_name_only(tmp_pat
             assert variant.seed == shipped.seed + off and variant.name == f"{name}~s{k}"
             assert variant.model_copy(update={"seed": shipped.seed, "name": name}) == shipped
     assert yaml.safe_load(paths[0].read_text())["seed"] != 0
+
+
+def test_day_variants_are_later_days_of_the_multi_day_scenarios_only(tmp_path: Path) -> None:
+    paths = write_days(tmp_path, [2, 7])
+    multi = [n for n in bench_scenario_names() if multi_day(n)]
+    assert {"servegen-large", "servegen-mid"} <= set(multi) and "azure-conv" not in multi and "diurnal" not in multi
+    assert sorted(p.name for p in paths) == sorted(f"{n}~d{d}.yaml" for n in multi for d in (2, 7))
+    for name in multi:
+        shipped = load_scenario(name)
+        day7 = load_scenario(str(tmp_path / f"{name}~d7.yaml"))
+        assert day7.trace.start_seconds == 6 * 86400 and day7.name == f"{name}~d7"
+        same = day7.model_copy(update={"name": name, "initial_replicas": shipped.initial_replicas,
+                                       "trace": day7.trace.model_copy(update={"start_seconds": 0.0})})
+        assert same == shipped
+
+
+def test_each_day_starts_as_far_from_its_load_as_the_shipped_day() -> None:
+    """Servegen-large's fifth midnight needs 21 replicas where the first needs 16: it starts with 12 × 21 / 16."""
+    from benchmarks.seed_variants import start_need
+
+    shipped = load_scenario("servegen-large")
+    day5 = shipped.model_copy(update={"trace": shipped.trace.model_copy(update={"start_seconds": 4 * 86400.0})})
+    assert (start_need(shipped), start_need(day5)) == (16, 21)
+
+
+def test_a_day_variant_replays_that_day_of_the_trace(tmp_path: Path) -> None:
+    write_days(tmp_path, [2, 5])
+    assert load_scenario(str(tmp_path / "servegen-large~d5.yaml")).initial_replicas == 16  # round(12 × 21 / 16)
+    shipped = build_workload(load_scenario("servegen-mid"), 86400 + 3600)
+    day2 = build_workload(load_scenario(str(tmp_path / "servegen-mid~d2.yaml")), 3600)
+    assert isinstance(day2, BinnedWorkload) and isinstance(shipped, BinnedWorkload)
+    assert list(day2.counts) == list(shipped.counts[86400:])
+
+
+@pytest.mark.parametrize("bad", ["1", "15", "2,x", ""])
+def test_write_refuses_days_outside_the_traces(bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["write", str(tmp_path), f"--days={bad}"])
+    assert e.value.code == 2 and "--days" in capsys.readouterr().err
+
+
+def test_ours_alone_on_day_variants_runs_only_the_scenarios_that_have_them(tmp_path: Path) -> None:
+    from simulations.bench import default_policy_file
+
+    write_days(tmp_path, [2])
+    for p in tmp_path.glob("*.yaml"):
+        if not p.name.startswith("servegen-mid~"):
+            p.unlink()
+    lines = ours_table(tmp_path, default_policy_file(), workers=1)
+    assert lines[0] == "| scenario | shipped seed | day 2 |"
+    assert len(lines) == 3 and lines[2].startswith("| servegen-mid | ")
 
 
 def _row(name: str, ours: dict, static_gpu: float) -> dict:
@@ -110,7 +162,7 @@ def test_ours_alone_refuses_a_priors_scale_outside_its_range(bad: str, tmp_path:
 
 
 def test_ours_alone_names_the_missing_draw_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    write(tmp_path, [100])
+    write(tmp_path, [100, 200])
     (tmp_path / "diurnal~s1.yaml").unlink()
     assert main(["ours", str(tmp_path), "--workers", "1"]) == 2
     assert "diurnal~s1.yaml" in capsys.readouterr().err

@@ -10,13 +10,14 @@ runs of each draw side by side:
     inference-autoscaler bench --quick --priors-scales '' --scenarios DIR/*~s1.yaml --json s1.json   # etc.
     python benchmarks/seed_variants.py table shipped.json s1.json s2.json [--readme README.md]
     python benchmarks/seed_variants.py ours DIR [--policy FILE] [--priors-scale 0.7] [--workers 2]   # ours alone
+    python benchmarks/seed_variants.py days days.json [--readme README.md]   # one bench --json over DIR/*~d*.yaml
 
 `--days` writes, instead, later days of the scenarios whose recorded trace spans more than a quick run's
 day (ServeGen's 14 days): the same scenario and seed from `trace.start_seconds` = (N - 1) days, named `~dN`.
 The bench was never tuned on them: a hold-out set of real traffic.
 
-docs/benchmarks.md ("Other seeds", "Other days") records a run; `--readme` writes its one-paragraph summary between the
-README's `<!-- seeds:start -->` and `<!-- seeds:end -->` markers.
+docs/benchmarks.md ("Other seeds", "Other days") records a run; `--readme` writes its one-paragraph summary
+between the README's `<!-- seeds:start -->` and `<!-- seeds:end -->` markers (`days`: the `days` markers).
 """
 
 from __future__ import annotations
@@ -152,9 +153,54 @@ def summary(files: list[str]) -> str:
             + ": see \"Other seeds\" in [`docs/benchmarks.md`](docs/benchmarks.md) for the table and the command.")
 
 
-def write_readme(readme: Path, text: str) -> None:
-    """Replace what stands between the seeds markers; ValueError when the markers are missing."""
-    start, end = "<!-- seeds:start -->", "<!-- seeds:end -->"
+def day_rows(file: str) -> dict[str, dict[int, dict[str, Any]]]:
+    """A bench --json over day variants: its headline rows by shipped scenario and day (`x~d3` -> x, 3)."""
+    rows = json.loads(Path(file).read_text(encoding="utf-8"))["headline"]
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in rows:
+        name, _, suffix = Path(r["scenario"]).name.removesuffix(".yaml").partition("~")
+        if suffix.startswith("d") and suffix[1:].isdigit():
+            out.setdefault(name, {})[int(suffix[1:])] = r
+    if not out:
+        raise ValueError(f"{file}: no day variants (scenarios named NAME~dN) in its headline")
+    return out
+
+
+def days_table(file: str) -> list[str]:
+    """One row per scenario, one column per day: ours' GPU-hours and ratios, or its attainment."""
+    rows = day_rows(file)
+    days = sorted({d for by_day in rows.values() for d in by_day})
+    lines = ["| scenario | " + " | ".join(f"day {d}" for d in days) + " |", "|---|" + "---|" * len(days)]
+    lines += [f"| {n} | " + " | ".join(_cell(by_day[d]) if d in by_day else "–" for d in days) + " |"
+              for n, by_day in rows.items()]
+    return lines
+
+
+def days_summary(file: str) -> str:
+    """The day table in one paragraph (what the README says about the days the policy was not tuned on)."""
+    import statistics
+
+    rows = day_rows(file)
+    parts, total = [], 0
+    for name, by_day in rows.items():
+        total += len(by_day)
+        reached = [r for r in by_day.values() if r["families"]["ours"].get("reached")]
+        ratios = [float(r["ours_over_best_baseline"]) for r in reached if r.get("ours_over_best_baseline") is not None]
+        part = f"{name}: 99% on {len(reached)} of {len(by_day)} days"
+        if ratios:
+            wins = sum(1 for x in ratios if x <= 0.85)
+            losses = sum(1 for x in ratios if x > 1.0)
+            part += (f", median {statistics.median(ratios):.2f}× the day's cheapest tuned baseline "
+                     f"(≤ 0.85× on {wins}, above 1× on {losses})")
+        parts.append(part)
+    return (f"On {total} days the default policy was never tuned on (days 2–14 of the ServeGen traces, each "
+            f"baseline searched again on each day), ours reaches " + "; ".join(parts)
+            + ": see \"Other days\" in [`docs/benchmarks.md`](docs/benchmarks.md) for the table and the command.")
+
+
+def write_readme(readme: Path, text: str, marker: str = "seeds") -> None:
+    """Replace what stands between the `marker` markers; ValueError when the markers are missing."""
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     doc = readme.read_text(encoding="utf-8")
     i, j = doc.find(start), doc.find(end)
     if i < 0 or j < i:
@@ -216,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     t = sub.add_parser("table", help="ours per scenario across bench --json files (one column each)")
     t.add_argument("files", nargs="+")
     t.add_argument("--readme", type=Path, help="also write the summary into this README between the seeds markers")
+    dd = sub.add_parser("days", help="ours per scenario and day from one bench --json over day variants")
+    dd.add_argument("file")
+    dd.add_argument("--readme", type=Path, help="also write the summary into this README between the days markers")
     o = sub.add_parser("ours", help="ours alone on every shipped scenario and its variants in DIR")
     o.add_argument("dir", type=Path)
     o.add_argument("--policy", default=None, help="policy file (default: the bench's default policy)")
@@ -232,6 +281,16 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(ours_table(a.dir, a.policy or default_policy_file(), max(1, a.workers),
                                         priors_scale=a.priors_scale)))
         except FileNotFoundError as e:
+            print(f"seed_variants: {e}", file=sys.stderr)
+            return 2
+        return 0
+    if a.cmd == "days":
+        try:
+            text = days_summary(a.file)
+            print("\n".join(days_table(a.file)) + "\n\n" + text)
+            if a.readme is not None:
+                write_readme(a.readme, text, "days")
+        except (OSError, ValueError, KeyError) as e:
             print(f"seed_variants: {e}", file=sys.stderr)
             return 2
         return 0

@@ -166,3 +166,52 @@ def test_ours_alone_names_the_missing_draw_and_exits_2(tmp_path: Path, capsys: p
     (tmp_path / "diurnal~s1.yaml").unlink()
     assert main(["ours", str(tmp_path), "--workers", "1"]) == 2
     assert "diurnal~s1.yaml" in capsys.readouterr().err
+
+
+def _day_json(path: Path, cells: dict[tuple[str, int], tuple[bool, float, float]]) -> str:
+    """A bench --json over day variants: (scenario, day) -> (reached, attainment, GPU-h); static costs 100."""
+    rows = []
+    for (name, day), (reached, att, gpu) in cells.items():
+        row = _row(name, {"reached": reached, "attainment": att, "gpu_hours": gpu}, 100.0)
+        row["scenario"] = f"/x/{name}~d{day}.yaml"
+        rows.append(row)
+    path.write_text(json.dumps({"headline": rows}))
+    return str(path)
+
+
+def test_days_table_puts_each_day_in_its_own_column_and_the_summary_counts_wins_and_losses(tmp_path: Path) -> None:
+    from benchmarks.seed_variants import days_summary, days_table
+
+    f = _day_json(tmp_path / "days.json", {
+        ("servegen-mid", 2): (True, 0.995, 80.0), ("servegen-mid", 3): (True, 0.993, 120.0),
+        ("servegen-mid", 4): (False, 0.985, 90.0), ("servegen-large", 3): (True, 0.999, 70.0)})
+    lines = days_table(f)
+    assert lines[0] == "| scenario | day 2 | day 3 | day 4 |"
+    mid = next(x for x in lines if x.startswith("| servegen-mid |")).split(" | ")
+    assert mid[1].startswith("80.00 (0.80× static") and mid[2].startswith("120.00 (1.20×") and mid[3] == "✗ 98.5% |"
+    large = next(x for x in lines if x.startswith("| servegen-large |")).split(" | ")
+    assert large[1] == "–" and large[2].startswith("70.00")
+    text = days_summary(f)
+    assert ("servegen-mid: 99% on 2 of 3 days, median 1.00× the day's cheapest tuned baseline "
+            "(≤ 0.85× on 1, above 1× on 1)") in text
+    assert text.startswith("On 4 days")
+
+
+def test_days_summary_goes_between_the_days_markers_only(tmp_path: Path) -> None:
+    f = _day_json(tmp_path / "days.json", {("servegen-mid", 2): (True, 0.995, 80.0)})
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- seeds:start -->\nS\n<!-- seeds:end -->\n"
+                      "<!-- days:start -->\nold\n<!-- days:end -->\nz\n")
+    assert main(["days", f, "--readme", str(readme)]) == 0
+    doc = readme.read_text()
+    assert "\nS\n" in doc and "old" not in doc and doc.endswith("<!-- days:end -->\nz\n")
+    assert "servegen-mid: 99% on 1 of 1 days" in doc
+
+
+def test_days_of_a_json_without_day_variants_is_a_one_line_error(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "seeds.json"
+    row = _row("diurnal", {"reached": True, "attainment": 1.0, "gpu_hours": 1.0}, 2.0)
+    f.write_text(json.dumps({"headline": [row]}))
+    assert main(["days", str(f)]) == 2
+    assert "no day variants" in capsys.readouterr().err

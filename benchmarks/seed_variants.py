@@ -100,10 +100,19 @@ def _suffix_key(suffix: str) -> tuple[str, int]:
     return suffix[:1], int(suffix[1:]) if suffix[1:].isdigit() else 0
 
 
+def _headline(file: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """A bench --json's headline rows as (shipped scenario name, variant suffix or "", row): `x~d3` -> x, d3."""
+    rows = json.loads(Path(file).read_text(encoding="utf-8"))["headline"]
+    out = []
+    for r in rows:
+        name, _, suffix = Path(r["scenario"]).name.removesuffix(".yaml").partition("~")
+        out.append((name, suffix, r))
+    return out
+
+
 def _rows(file: str) -> dict[str, dict[str, Any]]:
     """A bench --json's headline rows by shipped scenario name (a variant `x~s1` counts as `x`)."""
-    rows = json.loads(Path(file).read_text(encoding="utf-8"))["headline"]
-    return {Path(r["scenario"]).name.removesuffix(".yaml").split("~")[0]: r for r in rows}
+    return {name: r for name, _, r in _headline(file)}
 
 
 def _cell(row: dict[str, Any]) -> str:
@@ -155,15 +164,14 @@ def summary(files: list[str]) -> str:
 
 def day_rows(file: str) -> dict[str, dict[int, dict[str, Any]]]:
     """A bench --json over day variants: its headline rows by shipped scenario and day (`x~d3` -> x, 3)."""
-    rows = json.loads(Path(file).read_text(encoding="utf-8"))["headline"]
     out: dict[str, dict[int, dict[str, Any]]] = {}
-    for r in rows:
-        name, _, suffix = Path(r["scenario"]).name.removesuffix(".yaml").partition("~")
+    for name, suffix, r in _headline(file):
         if suffix.startswith("d") and suffix[1:].isdigit():
             out.setdefault(name, {})[int(suffix[1:])] = r
     if not out:
         raise ValueError(f"{file}: no day variants (scenarios named NAME~dN) in its headline")
-    return out
+    order = {n: i for i, n in enumerate(bench_scenario_names())}
+    return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
 def days_table(file: str) -> list[str]:
@@ -194,7 +202,7 @@ def days_summary(file: str) -> str:
                      f"(≤ 0.85× on {wins}, above 1× on {losses})")
         parts.append(part)
     return (f"On {total} days the default policy was never tuned on (days 2–14 of the ServeGen traces, each "
-            f"baseline searched again on each day), ours reaches " + "; ".join(parts)
+            f"baseline searched again on each day), ours by scenario: " + "; ".join(parts)
             + ": see \"Other days\" in [`docs/benchmarks.md`](docs/benchmarks.md) for the table and the command.")
 
 

@@ -37,6 +37,11 @@ PRIOR_SLO_SHARE = 0.8
 STEADY_SECONDS = 75.0
 # Queue time that counts as queueing, as a share of the TTFT SLO (or the queue-time SLO itself).
 QUEUED_SHARE_OF_TTFT = 0.1
+# A margin says the plan was cautious only while the fleet carries its plan: at least this share of the
+# planned load per replica. Below it the fleet is held above its plan (the scale-down window after a peak,
+# a floor, replicas.min) and its margin says nothing about how hot a replica may run (docs/benchmarks.md,
+# decision change K).
+AT_PLAN_SHARE = 0.6
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,21 +136,34 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         requests = judged(policy, signals)
         missed = (1.0 - attained) * requests if queued(policy, signals, waiting, stale) else 0.0
         slo = slo.observe(served / ready, requests, missed)
-    lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
-                     now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile))
-    if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
-        return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
-                        settled_since, steady_since, budget, 0.0)
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
     over, held = slo.knee(policy.slo.quantile)
-    factor = plan_at(over, held, PRIOR_SLO_SHARE, learned_floor(cap, throughput), cap.learn_max_factor, explore)
-    if len(stats.samples) >= MIN_SATURATED_SAMPLES:
-        factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
-    usable = factor * min(1.0, cap.target_utilization / lf)
+    if cap.learn:
+        factor = plan_at(over, held, PRIOR_SLO_SHARE, learned_floor(cap, throughput), cap.learn_max_factor, explore)
+        if len(stats.samples) >= MIN_SATURATED_SAMPLES:
+            factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
+    else:
+        factor = 1.0
+    planned = factor * planned_share(cap, previous_load_factor)
+    at_plan = ready > 0 and served / ready >= AT_PLAN_SHARE * planned
+    lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
+                     now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile),
+                     at_plan)
+    if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
+        return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
+                        settled_since, steady_since, budget, 0.0)
+    usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
                     untested)
+
+
+def planned_share(cap: CapacitySpec, lf: float) -> float:
+    """The share of the capacity at the SLO each replica is planned to carry under load factor `lf`."""
+    if not cap.learn:
+        return min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf)
+    return min(1.0, cap.target_utilization / lf)
 
 
 def untested_floor(cap: Capacity, offered: float, current: int) -> int:

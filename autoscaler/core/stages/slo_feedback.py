@@ -72,7 +72,7 @@ def prefill_bound(policy: PolicySpec, signals: Signals, stale: float) -> bool:
 
 
 def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last_tick: float,
-                settled_for: float, burn: float | None = None) -> float:
+                settled_for: float, burn: float | None = None, at_plan: bool = True) -> float:
     """The SLO-feedback factor on the load each replica is planned for (see SLOFeedbackSpec).
 
     Misses while the fleet has been settled for a while (nothing starting, no queue left from a
@@ -80,7 +80,8 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
     settled raise it at a tenth of that pace, and only while the hours' error budget burns at twice its
     rate or more (`burn`: SloBudget.burn, None while too few requests were judged). Attainment with half
     the error budget to spare lowers it with e-folding time `relaxSeconds`, once that budget is on track
-    again. In between it holds."""
+    again and only while the fleet carries its plan (`at_plan`: a fleet held above it, as after a peak,
+    has a margin the plan did not make). In between it holds."""
     spec = policy.capacity.slo_feedback
     if not spec.enabled:
         return 1.0
@@ -93,6 +94,6 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
         rate = 1.0 if settled_for >= SETTLED_SECONDS else (
             TRANSIENT_RATE_SHARE if burn is not None and burn >= BURNING else 0.0)
         h *= math.exp(rate * 0.5 * min(1.0, (target - attained) / budget) * dt / 60.0)
-    elif attained >= target + budget / 2 and (burn is None or burn < RELAX_BELOW_BURN):
+    elif attained >= target + budget / 2 and at_plan and (burn is None or burn < RELAX_BELOW_BURN):
         h *= math.exp(-dt / spec.relax_seconds)
     return min(spec.max, max(spec.min, h))

@@ -302,16 +302,27 @@ def test_slo_misses_while_replicas_start_raise_the_load_factor_once_the_hours_bu
 
 
 def test_load_factor_relaxes_while_the_slo_holds_with_margin() -> None:
-    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600}})
-    state = replace(CoreState(), load_factor=3.0)
-    for i in range(41):  # ten minutes met
-        s = replace(signals(work=4.0, desired=12), ttft_histogram=_ttft_histogram(1.0))
-        state = run(pol, s, state, now=1000.0 + 15 * i).state
-    assert 1.0 <= state.load_factor < 1.2
-    for i in range(41, 400):  # and keeps relaxing to its floor: the prior was cautious
-        s = replace(signals(work=4.0, desired=12), ttft_histogram=_ttft_histogram(1.0))
-        state = run(pol, s, state, now=1000.0 + 15 * i).state
+    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600}}, scaleDown={"stabilizationWindowSeconds": 15})
+    state, desired = replace(CoreState(), load_factor=3.0), 12
+    for i in range(400):  # the fleet follows its plan, and the SLO holds with margin at every size
+        s = replace(signals(work=4.0, desired=desired), ttft_histogram=_ttft_histogram(1.0))
+        r = run(pol, s, state, now=1000.0 + 15 * i)
+        state, desired = r.state, r.decision.desired_replicas or desired
+        if i == 40:  # ten minutes met
+            assert 1.0 <= state.load_factor < 1.2
+    # and it keeps relaxing to its floor: the prior was cautious
     assert state.load_factor == pol.capacity.slo_feedback.min
+
+
+def test_load_factor_holds_while_the_fleet_is_held_above_its_plan() -> None:
+    """A fleet held far above its plan (after a peak, by a floor) meets the SLO with a margin the plan did
+    not make: that margin says nothing about how hot a replica may run."""
+    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600}}, replicas={"min": 40})
+    state = replace(CoreState(), load_factor=1.5)
+    for i in range(200):  # 4 replica-equivalents of work on 40 replicas, the SLO met throughout
+        s = replace(signals(work=4.0, desired=40), ttft_histogram=_ttft_histogram(1.0))
+        state = run(pol, s, state, now=1000.0 + 15 * i).state
+    assert state.load_factor == 1.5
 
 
 def test_share_within_interpolates_inside_a_bucket() -> None:

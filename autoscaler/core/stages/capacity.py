@@ -6,7 +6,8 @@ queue left over from before it got there (a window that includes a start, a stal
 an earlier backlog says nothing about what a settled replica can carry). A window
 counts as missed when the SLO share fell short *and* requests queued: misses while nothing queues (an
 SLO prefill alone cannot meet) say nothing about load. The planned load is that capacity times the target
-utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin;
+utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin
+and the fleet carries its plan (not while it is held above it);
 never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood.
 With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
 error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
@@ -151,8 +152,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
                      now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile),
                      at_plan)
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
-        return Capacity(stats, slo, 1.0, 1.0, lf, min(MAX_PLANNED_UTILIZATION, cap.target_utilization / lf),
-                        settled_since, steady_since, budget, 0.0)
+        return Capacity(stats, slo, 1.0, 1.0, lf, planned_share(cap, lf), settled_since, steady_since, budget, 0.0)
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,

@@ -158,6 +158,12 @@ def test_load_factor_rises_on_misses_only_once_settled_and_relaxes_with_margin()
     assert load_factor(pol, 0.0, 1.0, 1e9, 600.0) <= pol.capacity.slo_feedback.max
 
 
+def test_load_factor_relaxes_only_while_the_fleet_carries_its_plan() -> None:
+    pol = policy()
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, at_plan=False) == 2.0  # a held fleet's margin: hold
+    assert load_factor(pol, 0.8, 1.0, 15.0, 600.0, at_plan=False) > 1.0  # misses still raise it
+
+
 def test_misses_while_replicas_start_raise_the_load_factor_slowly_only_while_the_budget_burns() -> None:
     pol = policy()
     settled = load_factor(pol, 0.8, 1.0, 15.0, 600.0)

@@ -41,15 +41,18 @@ def url(server) -> str:
 def test_streams_are_timed_by_the_replica(url: str, api: Api) -> None:
     async def go():
         async with httpx.AsyncClient() as c:
-            return await timed_request(c, Endpoint(url, "m", api, timeout_seconds=10), "w " * 400, 20)
+            return [await timed_request(c, Endpoint(url, "m", api, timeout_seconds=10), "w " * 400, 20)
+                    for _ in range(3)]
 
-    r = asyncio.run(go())
-    assert r.ok, r.error
-    assert (r.prompt_tokens, r.output_tokens, r.usage_reported) == (400, 20, True)
-    assert r.ttft is not None and r.itl is not None
-    # 400 tokens at 1000/s = 0.4 s of prefill, then 20 ms per token, in replica seconds
-    assert r.ttft * SPEED == pytest.approx(0.4, abs=0.15)
-    assert r.itl * SPEED == pytest.approx(0.02, abs=0.01)
+    runs = asyncio.run(go())
+    for r in runs:
+        assert r.ok, r.error
+        assert (r.prompt_tokens, r.output_tokens, r.usage_reported) == (400, 20, True)
+        assert r.ttft is not None and r.itl is not None
+    # 400 tokens at 1000/s = 0.4 s of prefill, then 20 ms per token, in replica seconds. A busy machine only
+    # adds wall-clock delay (one CI run saw +0.33 s on one request), so the fastest of three is the replica's.
+    assert min(r.ttft or 0.0 for r in runs) * SPEED == pytest.approx(0.4, abs=0.15)
+    assert min(r.itl or 0.0 for r in runs) * SPEED == pytest.approx(0.02, abs=0.01)
 
 
 def test_whole_answers_models_and_tokenize(url: str) -> None:

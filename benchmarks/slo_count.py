@@ -37,35 +37,35 @@ RATE_WINDOW_SECONDS = 60.0
 EMPTY_TAIL = 0.5
 
 
-def exponential_share_within(h: LatencyHistogram, seconds: float) -> float | None:
-    """Share of requests at or under `seconds`, the survival function interpolated geometrically inside
-    the bucket that holds `seconds` (linearly where the bucket is empty or unbounded)."""
-    total = h.total
-    if not total > 0:
-        return None
-    below_bound, below_count = 0.0, 0.0
+def _bucket(h: LatencyHistogram, seconds: float) -> tuple[float, float, float, float] | None:
+    """(lower bound, upper bound, requests under the lower bound, under the upper) of the bucket holding
+    `seconds`, or None past the last bound."""
+    lower, below = 0.0, 0.0
     for bound, count in zip(h.upper_bounds, h.cumulative_counts, strict=False):
         if seconds < bound:
-            if bound == float("inf") or not count > below_count:
-                return h.share_within(seconds)
-            frac = (seconds - below_bound) / (bound - below_bound)
-            above_lo = total - below_count
-            above_hi = max(total - count, EMPTY_TAIL)
-            if not above_hi < above_lo:
-                return h.share_within(seconds)
-            return min(1.0, max(0.0, 1.0 - above_lo * (above_hi / above_lo) ** frac / total))
-        below_bound, below_count = bound, count
-    return 1.0
+            return lower, bound, below, count
+        lower, below = bound, count
+    return None
+
+
+def exponential_share_within(h: LatencyHistogram, seconds: float) -> float | None:
+    """Share of requests at or under `seconds`, the survival function interpolated geometrically inside
+    the bucket that holds `seconds` (as `share_within` where the bucket is empty or unbounded)."""
+    total, b = h.total, _bucket(h, seconds)
+    if not total > 0 or b is None:
+        return h.share_within(seconds)
+    lower, upper, below, count = b
+    above_lo, above_hi = total - below, max(total - count, EMPTY_TAIL)
+    if upper == float("inf") or not count > below or not above_hi < above_lo:
+        return h.share_within(seconds)
+    frac = (seconds - lower) / (upper - lower)
+    return min(1.0, max(0.0, 1.0 - above_lo * (above_hi / above_lo) ** frac / total))
 
 
 def bucket_bounds(h: LatencyHistogram, seconds: float) -> tuple[float, float]:
     """(requests above the upper bound, requests above the lower bound) of the bucket holding `seconds`."""
-    total, below = h.total, 0.0
-    for bound, count in zip(h.upper_bounds, h.cumulative_counts, strict=False):
-        if seconds < bound:
-            return total - count, total - below
-        below = count
-    return 0.0, 0.0
+    b = _bucket(h, seconds)
+    return (0.0, 0.0) if b is None else (h.total - b[3], h.total - b[2])
 
 
 @dataclass

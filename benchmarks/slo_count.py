@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 
 from autoscaler.core.signals import LatencyHistogram
+from autoscaler.policy import PolicySpec
 from autoscaler.policy_loader import load_policy_file
 from simulations.autoscalers.base import Context
 from simulations.autoscalers.ours import Ours
@@ -37,21 +38,10 @@ RATE_WINDOW_SECONDS = 60.0
 EMPTY_TAIL = 0.5
 
 
-def _bucket(h: LatencyHistogram, seconds: float) -> tuple[float, float, float, float] | None:
-    """(lower bound, upper bound, requests under the lower bound, under the upper) of the bucket holding
-    `seconds`, or None past the last bound."""
-    lower, below = 0.0, 0.0
-    for bound, count in zip(h.upper_bounds, h.cumulative_counts, strict=False):
-        if seconds < bound:
-            return lower, bound, below, count
-        lower, below = bound, count
-    return None
-
-
 def exponential_share_within(h: LatencyHistogram, seconds: float) -> float | None:
     """Share of requests at or under `seconds`, the survival function interpolated geometrically inside
     the bucket that holds `seconds` (as `share_within` where the bucket is empty or unbounded)."""
-    total, b = h.total, _bucket(h, seconds)
+    total, b = h.total, h.bucket(seconds)
     if not total > 0 or b is None:
         return h.share_within(seconds)
     lower, upper, below, count = b
@@ -64,7 +54,7 @@ def exponential_share_within(h: LatencyHistogram, seconds: float) -> float | Non
 
 def bucket_bounds(h: LatencyHistogram, seconds: float) -> tuple[float, float]:
     """(requests above the upper bound, requests above the lower bound) of the bucket holding `seconds`."""
-    b = _bucket(h, seconds)
+    b = h.bucket(seconds)
     return (0.0, 0.0) if b is None else (h.total - b[3], h.total - b[2])
 
 
@@ -91,8 +81,8 @@ class Count:
 class Counting(Ours):
     """Ours as shipped; before each tick that starts a new rate window, the TTFT histogram it reads is counted."""
 
-    def __init__(self, slo: float, *args: object, **kwargs: object):
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, slo: float, policy: PolicySpec):
+        super().__init__(policy)
         self.slo, self.count, self.next_read = slo, Count(), RATE_WINDOW_SECONDS
 
     def tick(self, now: float, ctx: Context) -> int | None:

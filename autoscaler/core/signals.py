@@ -105,21 +105,30 @@ class LatencyHistogram:
     def total(self) -> float:
         return self.cumulative_counts[-1] if self.cumulative_counts else 0.0
 
+    def bucket(self, seconds: float) -> tuple[float, float, float, float] | None:
+        """(lower bound, upper bound, requests under the lower bound, requests under the upper) of the
+        bucket holding `seconds`, or None past the last bound."""
+        lower, below = 0.0, 0.0
+        for bound, count in zip(self.upper_bounds, self.cumulative_counts, strict=False):
+            if seconds < bound:
+                return lower, bound, below, count
+            lower, below = bound, count
+        return None
+
     def share_within(self, seconds: float) -> float | None:
         """Share of requests at or under `seconds`, interpolating linearly inside a bucket (as
         histogram_quantile does). None when there were no requests."""
         total = self.total
         if not total > 0:
             return None
-        below_bound, below_count = 0.0, 0.0
-        for bound, count in zip(self.upper_bounds, self.cumulative_counts, strict=False):
-            if seconds < bound:
-                if bound == float("inf"):
-                    return min(1.0, below_count / total)
-                frac = (seconds - below_bound) / (bound - below_bound)
-                return min(1.0, max(0.0, (below_count + frac * (count - below_count)) / total))
-            below_bound, below_count = bound, count
-        return 1.0
+        b = self.bucket(seconds)
+        if b is None:
+            return 1.0
+        lower, upper, below, count = b
+        if upper == float("inf"):
+            return min(1.0, below / total)
+        frac = (seconds - lower) / (upper - lower)
+        return min(1.0, max(0.0, (below + frac * (count - below)) / total))
 
 
 @dataclass(frozen=True, slots=True)

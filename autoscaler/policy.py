@@ -159,9 +159,10 @@ class SLOFeedbackSpec(_Spec):
     recent requests met the SLO. Misses while the whole fleet is ready mean demand comes in bursts the
     rate window averages away: plan each replica for less (factor > 1). Misses while replicas start count
     at a tenth of that pace, and only while the SLO's error budget over hours burns at twice its rate:
-    rises that outrun a cold start then ask for headroom. A comfortable margin means the target
-    utilization was cautious: plan for more (factor < 1, never past 95% of capacity), once that budget
-    is back on track, and only while the fleet carries its plan (not while held above it after a peak)."""
+    rises that outrun a cold start then ask for headroom. A comfortable margin (windows that used at most
+    a tenth of the error budget) means the target utilization was cautious: plan for more (factor < 1,
+    never past 95% of capacity), once that budget burns at under half its rate, and only while the fleet
+    carries its plan (not while held above it after a peak)."""
 
     enabled: bool = True
     min: float = Field(default=0.8, gt=0, le=1, description="lowest factor (most load per replica)")

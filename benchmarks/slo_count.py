@@ -1,21 +1,21 @@
 """How well does the controller count SLO misses from a latency histogram?
 
 The decision reads TTFT as Prometheus keeps it: cumulative counts per bucket bound. A 2-s SLO falls inside
-vLLM's (1.0, 2.5] s bucket, and the controller takes the share within 2 s by linear interpolation inside
-that bucket, as `histogram_quantile` does (`LatencyHistogram.share_within`): a third of every request in
-the bucket counts as a miss, whatever its TTFT. This script replays scenarios with ours as shipped and,
-once per rate window (60 s, so no request is read twice), reads the TTFT histogram the decision reads. It
-prints the share of requests that missed the SLO in the replay against what the histogram says, counted
-three ways:
+vLLM's (1.0, 2.5] s bucket. Interpolating linearly inside that bucket, as `histogram_quantile` does
+(`LatencyHistogram.linear_share_within`), counts a third of every request in the bucket as a miss, whatever
+its TTFT; that is what the controller counted until decision change L. It now interpolates the survival
+function geometrically inside the bucket (an exponential tail there; `LatencyHistogram.share_within`).
+This script replays scenarios with ours as shipped and, once per rate window (60 s, so no request is read
+twice), reads the TTFT histogram the decision reads. It prints the share of requests that missed the SLO
+in the replay against what the histogram says, counted three ways:
 
     python benchmarks/slo_count.py azure-conv azure-conv-cold servegen-mid --seconds 1800
 
-- linear: what the controller counts today (uniform density inside the bucket);
-- exponential: the survival function interpolated geometrically inside the bucket (an exponential tail
-  there), a candidate estimator, not used by the decision;
+- linear: `histogram_quantile`'s uniform density inside the bucket (the controller before change L);
+- exponential: what the controller counts now;
 - bounds: only the requests above the bucket's upper bound, and every request above its lower bound.
 
-docs/benchmarks.md ("Tried in the twelfth round") records a run.
+docs/benchmarks.md ("Tried in the twelfth round", "Why L") records runs.
 """
 
 from __future__ import annotations
@@ -34,22 +34,6 @@ from simulations.runner import run
 from simulations.scenario import build_workload, load_scenario
 
 RATE_WINDOW_SECONDS = 60.0
-# A bucket with no request above it still has some tail: half a request keeps the geometric step finite.
-EMPTY_TAIL = 0.5
-
-
-def exponential_share_within(h: LatencyHistogram, seconds: float) -> float | None:
-    """Share of requests at or under `seconds`, the survival function interpolated geometrically inside
-    the bucket that holds `seconds` (as `share_within` where the bucket is empty or unbounded)."""
-    total, b = h.total, h.bucket(seconds)
-    if not total > 0 or b is None:
-        return h.share_within(seconds)
-    lower, upper, below, count = b
-    above_lo, above_hi = total - below, max(total - count, EMPTY_TAIL)
-    if upper == float("inf") or not count > below or not above_hi < above_lo:
-        return h.share_within(seconds)
-    frac = (seconds - lower) / (upper - lower)
-    return min(1.0, max(0.0, 1.0 - above_lo * (above_hi / above_lo) ** frac / total))
 
 
 def bucket_bounds(h: LatencyHistogram, seconds: float) -> tuple[float, float]:
@@ -67,7 +51,7 @@ class Count:
     high: float = 0.0
 
     def add(self, h: LatencyHistogram, slo: float) -> None:
-        lin, exp = h.share_within(slo), exponential_share_within(h, slo)
+        lin, exp = h.linear_share_within(slo), h.share_within(slo)
         if lin is None or exp is None:
             return
         lo, hi = bucket_bounds(h, slo)
@@ -117,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("scenarios", nargs="+", help="scenario names or YAML files")
     ap.add_argument("--seconds", type=float, default=None, help="replay this much of each trace (default: quick)")
     args = ap.parse_args(argv)
-    print("| scenario | requests read | missed in the replay | linear (the controller) | exponential | bounds |")
+    print("| scenario | requests read | missed in the replay | linear | exponential (the controller) | bounds |")
     print("|---|---|---|---|---|---|")
     for name in args.scenarios:
         print(row(name, args.seconds), flush=True)

@@ -92,6 +92,10 @@ class StageObservation:
     situation: str = "default"  # e.g. "cached"/"uncached" for image_pull, "warm" on a warm slot
 
 
+# A bucket with no request above it still has some tail: half a request keeps the geometric step finite.
+EMPTY_TAIL = 0.5
+
+
 @dataclass(frozen=True, slots=True)
 class LatencyHistogram:
     """Latencies of the requests observed over the recent rate window, as Prometheus keeps them:
@@ -116,6 +120,31 @@ class LatencyHistogram:
         return None
 
     def share_within(self, seconds: float) -> float | None:
+        """Share of requests at or under `seconds`. None when there were no requests.
+
+        Inside the bucket that holds `seconds` the share of requests still above is interpolated
+        geometrically between the bucket's bounds (an exponential tail there), not linearly as
+        `histogram_quantile` does. Latency near an SLO falls off like a tail: most of a (1.0, 2.5] s
+        bucket's requests sit near 1 s, and linear interpolation counted 4-9× the misses the replays had
+        with a 2-s SLO (benchmarks/slo_count.py; docs/benchmarks.md, decision change L). An empty bucket
+        or one with nothing above it (half a request assumed) keeps the step finite; past the last finite
+        bound, only the requests under it count."""
+        total = self.total
+        if not total > 0:
+            return None
+        b = self.bucket(seconds)
+        if b is None:
+            return 1.0
+        lower, upper, below, count = b
+        if upper == float("inf"):
+            return min(1.0, below / total)
+        frac = (seconds - lower) / (upper - lower)
+        above_lower, above_upper = total - below, max(total - count, EMPTY_TAIL)
+        if count > below and above_upper < above_lower:
+            return min(1.0, max(0.0, 1.0 - above_lower * (above_upper / above_lower) ** frac / total))
+        return self.linear_share_within(seconds)
+
+    def linear_share_within(self, seconds: float) -> float | None:
         """Share of requests at or under `seconds`, interpolating linearly inside a bucket (as
         histogram_quantile does). None when there were no requests."""
         total = self.total

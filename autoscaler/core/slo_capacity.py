@@ -10,6 +10,12 @@ yet, the fleet explores: it may plan a little above the highest load at which th
 it learns it can run hotter instead of staying wherever the prior put it. Old evidence fades (each bin
 keeps at most MAX_WEIGHT windows), so a changed token mix or engine is relearned.
 
+Misses below the error budget still say where the knee is coming: near saturation they grow steeply with
+load. Before any bin is over, a Poisson fit of the pooled misses against log(load) (`trend_knee`) predicts
+the load at which they reach TREND_SHARE of the budget, and the plan stays under it. A prior that
+overstates the replica is thus contradicted while the fleet still holds the SLO, not by the first rise
+that breaks it (docs/benchmarks.md, decision change L).
+
 Pure and small: at most one entry per bin, serialised as [bin, windows, requests, missed] rows.
 """
 
@@ -24,6 +30,15 @@ MAX_WEIGHT = 40.0  # windows one bin remembers (older ones fade in proportion)
 MIN_WINDOWS = 8.0  # a bin speaks only once it has seen this many windows (two minutes of 15-s ticks)
 OVER_MARGIN = 0.5  # a bin is over once its misses exceed the error budget by half again (noise near it is not)
 EXPLORE = 0.1  # with no bin over the knee, plan up to this much above the highest load seen to hold
+# The trend: a fit speaks once TREND_MIN_BINS bins have spoken and TREND_MIN_MISSED requests missed in them
+# (in two bins at least), and only for a rise with load at least two standard errors above none. It
+# predicts the load at which misses reach TREND_SHARE of the error budget (half: the measured knee waits
+# for half again over it; a prediction should err low), at most TREND_REACH past the highest bin seen.
+TREND_MIN_BINS = 3
+TREND_MIN_MISSED = 10.0
+TREND_SHARE = 0.5
+TREND_REACH = 1.5
+_NEWTON_STEPS = 30
 
 
 def bin_of(load: float) -> int | None:
@@ -67,10 +82,41 @@ class SloCapacity:
                 if n >= MIN_WINDOWS and 1.0 - m / r >= quantile and (over is None or lower_edge(i) < over)]
         return over, (max(held) if held else None)
 
+    def trend_knee(self, quantile: float) -> float | None:
+        """The load at which the misses' rise with load reaches TREND_SHARE of the error budget, or None
+        (too little evidence, no significant rise, or further than TREND_REACH past the highest bin seen).
+
+        Misses in a bin are taken as Poisson with mean requests × exp(a + b·log(load)); (a, b) is the
+        maximum-likelihood fit (Newton's method on two parameters, loads centred)."""
+        rows = [(math.log(lower_edge(i) * math.sqrt(RATIO)), r, m) for i, n, r, m in self.bins if n >= MIN_WINDOWS]
+        if (len(rows) < TREND_MIN_BINS or sum(m for _, _, m in rows) < TREND_MIN_MISSED
+                or sum(1 for _, _, m in rows if m > 0) < 2):
+            return None
+        mean_x = sum(x for x, _, _ in rows) / len(rows)
+        pts = [(x - mean_x, r, m) for x, r, m in rows]
+        a, b = math.log(sum(m for _, _, m in pts) / sum(r for _, r, _ in pts)), 0.0
+        for _ in range(_NEWTON_STEPS):
+            fit = _poisson_step(pts, a, b)
+            if fit is None:
+                return None
+            da, db, _ = fit
+            a, b = a + da, b + db
+            if max(abs(da), abs(db)) < 1e-7:
+                break
+        fit = _poisson_step(pts, a, b)
+        if fit is None or not math.isfinite(b) or not b > 2.0 * math.sqrt(fit[2]):
+            return None
+        x = (math.log(TREND_SHARE * (1.0 - quantile)) - a) / b + mean_x
+        if x > max(x for x, _, _ in rows) + math.log(TREND_REACH):
+            return None
+        return math.exp(x)
+
     def per_replica(self, quantile: float, prior: float, lo: float, hi: float, explore: float = EXPLORE) -> float:
         """Work one replica carries at the SLO: the knee, or (none found yet) the prior, raised to `explore`
-        above the highest load seen to hold (negative: that much below it); always within [lo, hi]."""
-        return plan_at(*self.knee(quantile), prior, lo, hi, explore)
+        above the highest load seen to hold (negative: that much below it) and kept under the misses'
+        trend (`trend_knee`); always within [lo, hi]."""
+        over, held = self.knee(quantile)
+        return plan_at(over, held, prior, lo, hi, explore, self.trend_knee(quantile) if over is None else None)
 
     def to_list(self) -> list[list[float]]:
         return [[i, round(n, 3), round(r, 3), round(m, 3)] for i, n, r, m in self.bins]
@@ -98,9 +144,26 @@ class SloCapacity:
         return SloCapacity(tuple((i, n, r, m) for i, (n, r, m) in sorted(seen.items())))
 
 
-def plan_at(over: float | None, held: float | None, prior: float, lo: float, hi: float, explore: float) -> float:
-    """`SloCapacity.per_replica` from a knee already found (`SloCapacity.knee`)."""
+def plan_at(over: float | None, held: float | None, prior: float, lo: float, hi: float, explore: float,
+            trend: float | None = None) -> float:
+    """`SloCapacity.per_replica` from a knee already found (`SloCapacity.knee`, `SloCapacity.trend_knee`)."""
     value = prior if held is None else max(prior, held * (1.0 + explore))
+    if trend is not None:
+        value = min(value, trend)
     if over is not None:
         value = over
     return min(hi, max(lo, value))
+
+
+
+def _poisson_step(pts: list[tuple[float, float, float]], a: float, b: float) -> tuple[float, float, float] | None:
+    """One Newton step (da, db) of the Poisson log-likelihood at (a, b), and the variance of b there."""
+    s0 = s1 = s2 = g0 = g1 = 0.0
+    for x, r, m in pts:
+        mu = r * math.exp(max(-50.0, min(50.0, a + b * x)))
+        s0, s1, s2 = s0 + mu, s1 + mu * x, s2 + mu * x * x
+        g0, g1 = g0 + m - mu, g1 + (m - mu) * x
+    det = s0 * s2 - s1 * s1
+    if not det > 0 or not math.isfinite(det):
+        return None
+    return (s2 * g0 - s1 * g1) / det, (s0 * g1 - s1 * g0) / det, s0 / det

@@ -141,7 +141,9 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     throughput = stats.factor(cap)
     over, held = slo.knee(policy.slo.quantile)
     if cap.learn:
-        factor = plan_at(over, held, PRIOR_SLO_SHARE, learned_floor(cap, throughput), cap.learn_max_factor, explore)
+        trend = slo.trend_knee(policy.slo.quantile) if over is None else None
+        factor = plan_at(over, held, PRIOR_SLO_SHARE, learned_floor(cap, throughput), cap.learn_max_factor, explore,
+                         trend)
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:
             factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     else:

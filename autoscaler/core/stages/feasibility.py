@@ -37,7 +37,8 @@ def feasibility(policy: PolicySpec, signals: Signals) -> tuple[float | None, str
     rate = policy.capacity.prompt_tokens_per_second
     if math.isinf(limit):
         return 0.0, "every prompt length meets its TTFT budget on an idle replica"
-    within = hist.share_within(limit)
+    # Prompt lengths are no latency tail: the plain linear share inside the bucket (histogram_quantile's).
+    within = hist.linear_share_within(limit)
     share = 0.0 if within is None else max(0.0, min(1.0, 1.0 - within))
     return share, (f"{100 * share:.1f}% of recent requests have prompts over {limit:,.0f} tokens, whose prefill "
                    f"alone at {rate:,.0f} tokens/s exceeds their TTFT budget: more replicas cannot help them")

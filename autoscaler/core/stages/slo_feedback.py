@@ -16,11 +16,15 @@ SETTLED_SECONDS = 120.0
 # while the SLO's error budget over hours (autoscaler/core/slo_budget.py, starts included) burns at
 # BURNING times its rate or more, and then at TRANSIENT_RATE_SHARE of the settled rate: one late start is
 # the price of a cold start, a budget burnt by them says the fleet keeps too little headroom for the rises
-# it meets. The factor then relaxes only once the budget is back on track (burn under RELAX_BELOW_BURN):
-# the headroom stays while the hours' misses still say it is needed (docs/benchmarks.md, decision change I).
+# it meets. The factor then relaxes only once the budget is well on track (burn under RELAX_BELOW_BURN):
+# the headroom stays while the hours' misses still say it is needed (docs/benchmarks.md, decision change I),
+# and only on windows that used at most RELAX_MISS_SHARE of the error budget. With misses counted as they
+# happened (LatencyHistogram.share_within) a window at half the budget is not calm: it is near the knee
+# (decision change L).
 BURNING = 2.0
 TRANSIENT_RATE_SHARE = 0.1
-RELAX_BELOW_BURN = 1.0
+RELAX_BELOW_BURN = 0.5
+RELAX_MISS_SHARE = 0.1
 
 
 def slo_attainment(policy: PolicySpec, signals: Signals, stale: float) -> float | None:
@@ -78,10 +82,10 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
     Misses while the fleet has been settled for a while (nothing starting, no queue left from a
     scale-up) raise it with the shortfall, up to ×1.65 a minute at a full miss; misses while it is not
     settled raise it at a tenth of that pace, and only while the hours' error budget burns at twice its
-    rate or more (`burn`: SloBudget.burn, None while too few requests were judged). Attainment with half
-    the error budget to spare lowers it with e-folding time `relaxSeconds`, once that budget is on track
-    again and only while the fleet carries its plan (`at_plan`: a fleet held above it, as after a peak,
-    has a margin the plan did not make). In between it holds."""
+    rate or more (`burn`: SloBudget.burn, None while too few requests were judged). A window that used
+    at most a tenth of the error budget lowers it with e-folding time `relaxSeconds`, once the hours'
+    budget burns at under half its rate and only while the fleet carries its plan (`at_plan`: a fleet
+    held above it, as after a peak, has a margin the plan did not make). In between it holds."""
     spec = policy.capacity.slo_feedback
     if not spec.enabled:
         return 1.0
@@ -94,6 +98,7 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
         rate = 1.0 if settled_for >= SETTLED_SECONDS else (
             TRANSIENT_RATE_SHARE if burn is not None and burn >= BURNING else 0.0)
         h *= math.exp(rate * 0.5 * min(1.0, (target - attained) / budget) * dt / 60.0)
-    elif attained >= target + budget / 2 and at_plan and (burn is None or burn < RELAX_BELOW_BURN):
+    elif (attained >= target + (1.0 - RELAX_MISS_SHARE) * budget and at_plan
+          and (burn is None or burn < RELAX_BELOW_BURN)):
         h *= math.exp(-dt / spec.relax_seconds)
     return min(spec.max, max(spec.min, h))

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autoscaler.core import CoreState, Measured, Reason, ReplicaCounts, Signals, StartingReplica, decide
 from autoscaler.core.signals import LatencyHistogram
@@ -325,11 +331,36 @@ def test_load_factor_holds_while_the_fleet_is_held_above_its_plan() -> None:
     assert state.load_factor == 1.5
 
 
-def test_share_within_interpolates_inside_a_bucket() -> None:
+def test_share_within_interpolates_the_tail_geometrically_inside_a_bucket() -> None:
     h = LatencyHistogram((1.0, 3.0, float("inf")), (50.0, 90.0, 100.0))
-    assert h.share_within(2.0) == 0.7
-    assert h.share_within(10.0) == 0.9
+    # 50 requests above 1 s, 10 above 3 s: halfway, sqrt(50 × 10) ≈ 22.4 above 2 s (linear says 30).
+    assert h.share_within(2.0) == pytest.approx(1.0 - math.sqrt(50.0 * 10.0) / 100.0)
+    assert h.linear_share_within(2.0) == pytest.approx(0.7)
+    assert h.share_within(1.0) == pytest.approx(0.5) and h.share_within(3.0) == pytest.approx(0.9)
+    assert h.share_within(10.0) == h.linear_share_within(10.0) == 0.9
+    # Nothing above the bucket: half a request there keeps the tail finite (50 → 0.5: 5 above 2 s).
+    top = LatencyHistogram((1.0, 3.0, float("inf")), (50.0, 100.0, 100.0))
+    assert top.share_within(2.0) == pytest.approx(0.95) and top.linear_share_within(2.0) == pytest.approx(0.75)
+    # An empty bucket has no tail to interpolate: the linear share (flat) it is.
+    flat = LatencyHistogram((1.0, 3.0, float("inf")), (90.0, 90.0, 100.0))
+    assert flat.share_within(2.0) == flat.linear_share_within(2.0) == pytest.approx(0.9)
     assert LatencyHistogram((1.0,), (0.0,)).share_within(1.0) is None
+
+
+@given(st.lists(st.integers(0, 50), min_size=2, max_size=6), st.floats(0.0, 12.0))
+def test_the_share_within_lies_between_the_bucket_bounds_and_rises_with_the_limit(counts: list[int],
+                                                                                 seconds: float) -> None:
+    bounds = (*(2.0 * (i + 1) for i in range(len(counts) - 1)), float("inf"))
+    h = LatencyHistogram(bounds, tuple(float(c) for c in itertools.accumulate(counts)))
+    share = h.share_within(seconds)
+    if h.total == 0:
+        assert share is None
+        return
+    assert share is not None
+    b = h.bucket(seconds)
+    assert b is not None
+    assert b[2] / h.total - 1e-12 <= share <= b[3] / h.total + 1e-12  # under the lower bound ≤ share ≤ under the upper
+    assert share <= (h.share_within(seconds + 0.5) or 0.0) + 1e-12
 
 
 def test_no_scale_down_past_the_load_seen_to_hold_the_slo_while_no_knee_is_known() -> None:

@@ -11,7 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core import CoreState
-from autoscaler.core.slo_capacity import EXPLORE, MAX_WEIGHT, MIN_WINDOWS, SloCapacity, bin_of, lower_edge
+from autoscaler.core.slo_capacity import (
+    EXPLORE,
+    MAX_WEIGHT,
+    MIN_WINDOWS,
+    RATIO,
+    TREND_REACH,
+    TREND_SHARE,
+    SloCapacity,
+    bin_of,
+    lower_edge,
+)
 from autoscaler.core.stages.hedge import DEFAULT_HEADROOM, MIN_BUCKETS, bursting, hedge, rise_quantile
 from forecasting import ForecastConfig, new_state, observe
 
@@ -58,6 +68,61 @@ def test_absurd_points_are_ignored() -> None:
     s = SloCapacity()
     for load, req, missed in ((float("nan"), 10, 0), (0.0, 10, 0), (1.0, 0, 0), (1.0, 10, 11), (float("inf"), 1, 0)):
         assert s.observe(load, req, missed) == s
+
+
+def _centre(load: float) -> float:
+    return lower_edge(bin_of(load) or 0) * math.sqrt(RATIO)
+
+
+def _rising(loads: list[float], share_at: float, at: float, power: float) -> SloCapacity:
+    """Bins whose miss share grows as (load / at) ** power from `share_at`, 10 windows of 2,000 requests."""
+    return _seen(*((_centre(x), 2000.0, 2000.0 * share_at * (_centre(x) / at) ** power) for x in loads))
+
+
+def test_misses_under_the_budget_that_rise_with_load_predict_the_knee_before_any_bin_breaks() -> None:
+    loads = [0.30, 0.33, 0.36, 0.39, 0.42]
+    s = _rising(loads, 0.001, 0.4, 6.0)  # 0.05% at 0.30 up to 0.13% at 0.42: every bin within 1%
+    assert s.knee(0.99)[0] is None
+    expect = 0.4 * (TREND_SHARE * 0.01 / 0.001) ** (1 / 6)  # where the share reaches half the budget
+    assert s.trend_knee(0.99) == pytest.approx(expect, rel=1e-3)
+    # The plan stays under it, however much the prior or the loads seen to hold would allow.
+    assert s.per_replica(0.99, 0.8, 0.3, 2.0) == pytest.approx(expect, rel=1e-3)
+    held = lower_edge((bin_of(_centre(0.42)) or 0) + 1)  # exploring past what held, while under the trend
+    assert held * (1 + EXPLORE) < expect
+    assert s.per_replica(0.99, 0.4, 0.3, 2.0) == pytest.approx(held * (1 + EXPLORE))
+    assert s.per_replica(0.99, 0.8, 0.6, 2.0) == 0.6  # never under the floor
+    # A bin over the knee is measured, and beats any prediction.
+    broke = s
+    for _ in range(10):
+        broke = broke.observe(_centre(0.48), 2000.0, 60.0)
+    assert broke.knee(0.99)[0] == pytest.approx(lower_edge(bin_of(0.48) or 0))
+    assert broke.per_replica(0.99, 0.8, 0.3, 2.0) == pytest.approx(lower_edge(bin_of(0.48) or 0))
+
+
+def test_no_trend_without_a_significant_rise_with_load() -> None:
+    loads = [0.30, 0.33, 0.36, 0.39, 0.42]
+    assert _seen(*((x, 2000.0, 0.0) for x in loads)).trend_knee(0.99) is None  # nothing missed
+    assert _seen(*((x, 2000.0, 2.0) for x in loads)).trend_knee(0.99) is None  # misses flat in load
+    assert _rising(loads, 0.001, 0.4, -4.0).trend_knee(0.99) is None  # misses falling with load
+    assert _rising(loads[:2], 0.001, 0.4, 6.0).trend_knee(0.99) is None  # two bins: too few to fit
+    few = _seen(*((_centre(x), 100.0, 0.02 * (x / 0.3) ** 3) for x in loads))
+    assert few.trend_knee(0.99) is None  # a handful of missed requests in all: noise
+    # A gentle rise that would reach half the budget only far past the loads seen says nothing.
+    gentle = _rising(loads, 0.0005, 0.4, 2.0)
+    assert gentle.trend_knee(0.99) is None
+    assert 0.0005 * (0.42 * TREND_REACH / 0.4) ** 2 < TREND_SHARE * 0.01  # (it is beyond the reach)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.02, 50), st.floats(1, 1e5), st.floats(0, 0.05)), max_size=30))
+def test_the_trend_is_none_or_a_finite_load_under_the_reach(points: list[tuple[float, float, float]]) -> None:
+    s = SloCapacity()
+    for load, req, share in points:
+        for _ in range(int(MIN_WINDOWS)):
+            s = s.observe(load, req, req * share)
+    t = s.trend_knee(0.99)
+    if t is not None:
+        assert math.isfinite(t) and 0 < t <= max(lower_edge(b[0] + 1) for b in s.bins) * TREND_REACH
 
 
 @settings(max_examples=60, deadline=None)

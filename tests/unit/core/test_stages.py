@@ -175,11 +175,18 @@ def test_misses_while_replicas_start_raise_the_load_factor_slowly_only_while_the
     assert math.log(starting) == pytest.approx(math.log(settled) / 10)
 
 
-def test_the_load_factor_relaxes_only_once_the_budget_is_back_on_track() -> None:
+def test_the_load_factor_relaxes_only_once_the_budget_is_well_on_track() -> None:
     pol = policy()
-    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=1.0) == 2.0  # hours of misses still on the books
-    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=0.99) < 2.0
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=0.5) == 2.0  # hours of misses still on the books
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=0.49) < 2.0
     assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=None) < 2.0
+
+
+def test_only_a_window_that_used_a_tenth_of_the_budget_or_less_relaxes_the_load_factor() -> None:
+    pol = policy()  # 99%: an error budget of 1%
+    assert load_factor(pol, 0.9991, 2.0, 15.0, 600.0) < 2.0  # a tenth of the budget used: calm
+    assert load_factor(pol, 0.9985, 2.0, 15.0, 600.0) == 2.0  # 0.15% missed: near the knee, hold
+    assert load_factor(pol, 0.995, 2.0, 15.0, 600.0) == 2.0  # half the budget to spare is no margin
 
 
 # predictive

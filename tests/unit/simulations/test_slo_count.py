@@ -7,7 +7,7 @@ import math
 import pytest
 
 from autoscaler.core.signals import LatencyHistogram
-from benchmarks.slo_count import bucket_bounds, exponential_share_within, main
+from benchmarks.slo_count import bucket_bounds, main
 
 BOUNDS = (0.5, 1.0, 2.5, 5.0, float("inf"))
 
@@ -22,8 +22,8 @@ def test_an_exponential_tail_inside_the_bucket_is_counted_exactly_where_linear_o
     tail = [1.0 + scale * -math.log((i + 0.5) / past_one) for i in range(past_one)]
     h = _hist([0.3] * 80_000 + tail)
     true_miss = sum(x > 2.0 for x in tail) / 100_000
-    exp_miss = 1.0 - (exponential_share_within(h, 2.0) or 0.0)
-    lin_miss = 1.0 - (h.share_within(2.0) or 0.0)
+    exp_miss = 1.0 - (h.share_within(2.0) or 0.0)  # what the controller counts
+    lin_miss = 1.0 - (h.linear_share_within(2.0) or 0.0)  # histogram_quantile's interpolation
     assert exp_miss == pytest.approx(true_miss, rel=0.1)
     assert lin_miss > 5 * true_miss  # a third of the (1, 2.5] bucket counts as missed
 
@@ -32,11 +32,11 @@ def test_bounds_bracket_both_estimates_and_the_empty_cases_fall_back() -> None:
     h = _hist([0.2] * 90 + [1.2] * 8 + [3.0] * 2)
     lo, hi = bucket_bounds(h, 2.0)
     assert (lo, hi) == (2.0, 10.0)
-    for share in (h.share_within(2.0), exponential_share_within(h, 2.0)):
+    for share in (h.linear_share_within(2.0), h.share_within(2.0)):
         assert share is not None and lo <= (1.0 - share) * h.total <= hi
     empty_bucket = _hist([0.2] * 90 + [3.0] * 10)  # nothing in (1, 2.5]: linear and exponential agree
-    assert exponential_share_within(empty_bucket, 2.0) == empty_bucket.share_within(2.0) == pytest.approx(0.9)
-    assert exponential_share_within(_hist([]), 2.0) is None
+    assert empty_bucket.share_within(2.0) == empty_bucket.linear_share_within(2.0) == pytest.approx(0.9)
+    assert _hist([]).share_within(2.0) is None
 
 
 def test_the_table_has_a_row_per_scenario(capsys: pytest.CaptureFixture[str]) -> None:

@@ -286,7 +286,7 @@ def test_histogram_is_built_from_buckets_in_any_order_with_inf_and_the_freshness
     assert s.queue_time_histogram.upper_bounds == (0.5, 1.0, INF)
     assert s.queue_time_histogram.cumulative_counts == (5.0, 10.0, 10.0)
     assert s.queue_time_histogram.age_seconds == pytest.approx(4.0)
-    assert s.ttft_histogram.total == 10 and s.ttft_histogram.share_within(1.5) == pytest.approx(0.5)
+    assert s.ttft_histogram.total == 10 and s.ttft_histogram.linear_share_within(1.5) == pytest.approx(0.5)
 
 
 def test_p90_is_histogram_quantile_of_the_same_buckets() -> None:

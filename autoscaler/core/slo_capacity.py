@@ -103,6 +103,8 @@ class SloCapacity:
             a, b = a + da, b + db
             if max(abs(da), abs(db)) < 1e-7:
                 break
+        else:
+            return None  # no convergence: no fit to trust
         fit = _poisson_step(pts, a, b)
         if fit is None or not math.isfinite(b) or not b > 2.0 * math.sqrt(fit[2]):
             return None
@@ -153,7 +155,6 @@ def plan_at(over: float | None, held: float | None, prior: float, lo: float, hi:
     if over is not None:
         value = over
     return min(hi, max(lo, value))
-
 
 
 def _poisson_step(pts: list[tuple[float, float, float]], a: float, b: float) -> tuple[float, float, float] | None:

@@ -129,6 +129,14 @@ class LatencyHistogram:
         with a 2-s SLO (benchmarks/slo_count.py; docs/benchmarks.md, decision change L). An empty bucket
         or one with nothing above it (half a request assumed) keeps the step finite; past the last finite
         bound, only the requests under it count."""
+        return self._share(seconds, geometric=True)
+
+    def linear_share_within(self, seconds: float) -> float | None:
+        """Share of requests at or under `seconds`, interpolating linearly inside a bucket (as
+        histogram_quantile does). None when there were no requests."""
+        return self._share(seconds, geometric=False)
+
+    def _share(self, seconds: float, geometric: bool) -> float | None:
         total = self.total
         if not total > 0:
             return None
@@ -140,23 +148,8 @@ class LatencyHistogram:
             return min(1.0, below / total)
         frac = (seconds - lower) / (upper - lower)
         above_lower, above_upper = total - below, max(total - count, EMPTY_TAIL)
-        if count > below and above_upper < above_lower:
+        if geometric and count > below and above_upper < above_lower:
             return min(1.0, max(0.0, 1.0 - above_lower * (above_upper / above_lower) ** frac / total))
-        return self.linear_share_within(seconds)
-
-    def linear_share_within(self, seconds: float) -> float | None:
-        """Share of requests at or under `seconds`, interpolating linearly inside a bucket (as
-        histogram_quantile does). None when there were no requests."""
-        total = self.total
-        if not total > 0:
-            return None
-        b = self.bucket(seconds)
-        if b is None:
-            return 1.0
-        lower, upper, below, count = b
-        if upper == float("inf"):
-            return min(1.0, below / total)
-        frac = (seconds - lower) / (upper - lower)
         return min(1.0, max(0.0, (below + frac * (count - below)) / total))
 
 

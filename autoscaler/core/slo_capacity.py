@@ -111,7 +111,7 @@ class SloCapacity:
         x = (math.log(TREND_SHARE * (1.0 - quantile)) - a) / b + mean_x
         if x > max(x for x, _, _ in rows) + math.log(TREND_REACH):
             return None
-        return math.exp(x)
+        return max(LOW, math.exp(x))  # far under every bin seen (misses over half the budget everywhere): LOW
 
     def per_replica(self, quantile: float, prior: float, lo: float, hi: float, explore: float = EXPLORE) -> float:
         """Work one replica carries at the SLO: the knee, or (none found yet) the prior, raised to `explore`

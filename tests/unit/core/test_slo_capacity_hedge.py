@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from autoscaler.core import CoreState
 from autoscaler.core.slo_capacity import (
     EXPLORE,
+    LOW,
     MAX_WEIGHT,
     MIN_WINDOWS,
     RATIO,
@@ -113,16 +114,19 @@ def test_no_trend_without_a_significant_rise_with_load() -> None:
     assert 0.0005 * (0.42 * TREND_REACH / 0.4) ** 2 < TREND_SHARE * 0.01  # (it is beyond the reach)
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.floats(0.02, 50), st.floats(1, 1e5), st.floats(0, 0.05)), max_size=30))
-def test_the_trend_is_none_or_a_finite_load_under_the_reach(points: list[tuple[float, float, float]]) -> None:
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.02, 50), st.floats(1, 1e7), st.floats(0, 1)), max_size=30),
+       st.floats(0.5, 0.9999))
+def test_the_trend_is_none_or_a_finite_load_under_the_reach(points: list[tuple[float, float, float]],
+                                                            quantile: float) -> None:
     s = SloCapacity()
     for load, req, share in points:
         for _ in range(int(MIN_WINDOWS)):
             s = s.observe(load, req, req * share)
-    t = s.trend_knee(0.99)
+    t = s.trend_knee(quantile)
     if t is not None:
-        assert math.isfinite(t) and 0 < t <= max(lower_edge(b[0] + 1) for b in s.bins) * TREND_REACH
+        assert math.isfinite(t) and LOW <= t <= max(lower_edge(b[0] + 1) for b in s.bins) * TREND_REACH
+    assert 0.5 <= s.per_replica(quantile, 0.8, 0.5, 2.0) <= 2.0
 
 
 @settings(max_examples=60, deadline=None)

@@ -21,6 +21,7 @@ Pure and small: at most one entry per bin, serialised as [bin, windows, requests
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -87,38 +88,22 @@ class SloCapacity:
         (too little evidence, no significant rise, or further than TREND_REACH past the highest bin seen).
 
         Misses in a bin are taken as Poisson with mean requests × exp(a + b·log(load)); (a, b) is the
-        maximum-likelihood fit (Newton's method on two parameters, loads centred)."""
-        rows = [(math.log(lower_edge(i) * math.sqrt(RATIO)), r, m) for i, n, r, m in self.bins if n >= MIN_WINDOWS]
-        if (len(rows) < TREND_MIN_BINS or sum(m for _, _, m in rows) < TREND_MIN_MISSED
-                or sum(1 for _, _, m in rows if m > 0) < 2):
-            return None
-        mean_x = sum(x for x, _, _ in rows) / len(rows)
-        pts = [(x - mean_x, r, m) for x, r, m in rows]
-        a, b = math.log(sum(m for _, _, m in pts) / sum(r for _, r, _ in pts)), 0.0
-        for _ in range(_NEWTON_STEPS):
-            fit = _poisson_step(pts, a, b)
-            if fit is None:
-                return None
-            da, db, _ = fit
-            a, b = a + da, b + db
-            if max(abs(da), abs(db)) < 1e-7:
-                break
-        else:
-            return None  # no convergence: no fit to trust
-        fit = _poisson_step(pts, a, b)
-        if fit is None or not math.isfinite(b) or not b > 2.0 * math.sqrt(fit[2]):
-            return None
-        x = (math.log(TREND_SHARE * (1.0 - quantile)) - a) / b + mean_x
-        if x > max(x for x, _, _ in rows) + math.log(TREND_REACH):
-            return None
-        return max(LOW, math.exp(x))  # far under every bin seen (misses over half the budget everywhere): LOW
+        maximum-likelihood fit (Newton's method on two parameters, loads centred). The bins change only on
+        a clean window, so the fit is cached on them: most ticks reuse it."""
+        return _trend(self.bins, quantile)
+
+    def limits(self, quantile: float) -> tuple[float | None, float | None, float | None]:
+        """(knee, highest load seen to hold, trend): `knee`, and `trend_knee` only while no knee is found
+        (a measured knee replaces the trend, so it is not fitted then)."""
+        over, held = self.knee(quantile)
+        return over, held, (self.trend_knee(quantile) if over is None else None)
 
     def per_replica(self, quantile: float, prior: float, lo: float, hi: float, explore: float = EXPLORE) -> float:
         """Work one replica carries at the SLO: the knee, or (none found yet) the prior, raised to `explore`
         above the highest load seen to hold (negative: that much below it) and kept under the misses'
         trend (`trend_knee`); always within [lo, hi]."""
-        over, held = self.knee(quantile)
-        return plan_at(over, held, prior, lo, hi, explore, self.trend_knee(quantile) if over is None else None)
+        over, held, trend = self.limits(quantile)
+        return plan_at(over, held, prior, lo, hi, explore, trend)
 
     def to_list(self) -> list[list[float]]:
         return [[i, round(n, 3), round(r, 3), round(m, 3)] for i, n, r, m in self.bins]
@@ -155,6 +140,35 @@ def plan_at(over: float | None, held: float | None, prior: float, lo: float, hi:
     if over is not None:
         value = over
     return min(hi, max(lo, value))
+
+
+@functools.lru_cache(maxsize=256)
+def _trend(bins: tuple[tuple[int, float, float, float], ...], quantile: float) -> float | None:
+    """`SloCapacity.trend_knee` of these bins (pure, so cached on them)."""
+    rows = [(math.log(lower_edge(i) * math.sqrt(RATIO)), r, m) for i, n, r, m in bins if n >= MIN_WINDOWS]
+    if (len(rows) < TREND_MIN_BINS or sum(m for _, _, m in rows) < TREND_MIN_MISSED
+            or sum(1 for _, _, m in rows if m > 0) < 2):
+        return None
+    mean_x = sum(x for x, _, _ in rows) / len(rows)
+    pts = [(x - mean_x, r, m) for x, r, m in rows]
+    a, b = math.log(sum(m for _, _, m in pts) / sum(r for _, r, _ in pts)), 0.0
+    for _ in range(_NEWTON_STEPS):
+        fit = _poisson_step(pts, a, b)
+        if fit is None:
+            return None
+        da, db, _ = fit
+        a, b = a + da, b + db
+        if max(abs(da), abs(db)) < 1e-7:
+            break
+    else:
+        return None  # no convergence: no fit to trust
+    fit = _poisson_step(pts, a, b)
+    if fit is None or not math.isfinite(b) or not b > 2.0 * math.sqrt(fit[2]):
+        return None
+    x = (math.log(TREND_SHARE * (1.0 - quantile)) - a) / b + mean_x
+    if x > max(x for x, _, _ in rows) + math.log(TREND_REACH):
+        return None
+    return max(LOW, math.exp(x))  # far under every bin seen (misses over half the budget everywhere): LOW
 
 
 def _poisson_step(pts: list[tuple[float, float, float]], a: float, b: float) -> tuple[float, float, float] | None:

@@ -139,9 +139,8 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         slo = slo.observe(served / ready, requests, missed)
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
-    over, held = slo.knee(policy.slo.quantile)
+    over, held, trend = slo.limits(policy.slo.quantile)
     if cap.learn:
-        trend = slo.trend_knee(policy.slo.quantile) if over is None else None
         factor = plan_at(over, held, PRIOR_SLO_SHARE, learned_floor(cap, throughput), cap.learn_max_factor, explore,
                          trend)
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:

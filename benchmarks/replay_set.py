@@ -1,0 +1,173 @@
+"""The replay set: ours alone on every shipped scenario, its other draws and its other days, saved and compared.
+
+A decision change is judged on more than the bench's eight shipped seeds: docs/benchmarks.md counts, per
+scenario group, how many of the 87 replays (8 shipped seeds, 5 other draws of each, 13 later days of each
+ServeGen scenario) reach 99%, and what they cost against the version before. These are the commands:
+
+    python benchmarks/replay_set.py write DIR                      # the 79 variants (seed_variants.py write)
+    python benchmarks/replay_set.py run DIR --json L.json [--policy FILE] [--priors-scale 0.7] [--workers 2]
+    python benchmarks/replay_set.py compare K.json L.json          # per group: at 99% K → L, GPU-h L ÷ K
+
+`run` replays ours as shipped (the bench's `ours default` job, quick traces; no baseline is searched) on
+the shipped scenarios that have variants in DIR and on every variant, and writes attainment and GPU-hours
+per replay. `compare` prints one row per scenario group: how many replays reach 99% in each file, the
+median (min–max) ratio of GPU-hours, and the replays that crossed 99% either way. Two runs of the same
+code give the same file: a difference is the change's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
+
+from benchmarks.seed_variants import write, write_days
+from simulations.scenario import bench_scenario_names
+
+OFFSETS = [100, 200, 300, 400, 500]
+DAYS = list(range(2, 15))
+TARGET = 0.99
+
+
+def cells(out: Path) -> list[tuple[str, str]]:
+    """(shipped scenario, variant suffix or "") for the shipped scenarios with variants in `out` and for each
+    variant, in the bench's scenario order, draws before days."""
+    variants: dict[str, list[str]] = {}
+    for p in out.glob("*~*.yaml"):
+        name, _, suffix = p.stem.partition("~")
+        variants.setdefault(name, []).append(suffix)
+    names = [n for n in bench_scenario_names() if n in variants]
+    if not names:
+        raise FileNotFoundError(f"{out}: no scenario variants (NAME~s1.yaml, NAME~d2.yaml); "
+                                f"run `replay_set.py write {out}` first")
+    return [(n, s) for n in names for s in ["", *sorted(variants[n], key=_order)]]
+
+
+def _order(suffix: str) -> tuple[int, int]:
+    """Draws (s1, s2, …) before days (d2, d3, …), each in numeric order."""
+    return (0 if suffix.startswith("s") else 1, int(suffix[1:]) if suffix[1:].isdigit() else 0)
+
+
+def run(out: Path, policy_file: str, workers: int = 2, priors_scale: float = 1.0) -> dict[str, Any]:
+    """Ours as configured in `policy_file` (priors × `priors_scale`) on every cell of `out`: one record each."""
+    from simulations.bench import Job, run_jobs
+
+    todo = cells(out)
+    jobs = [Job(str(out / f"{n}~{s}.yaml") if s else n, "ours", "default", (), True, policy_file, priors_scale)
+            for n, s in todo]
+    done = [0]
+
+    def progress(_i: int, job: Job, _rec: dict[str, Any]) -> None:
+        done[0] += 1
+        print(f"[{done[0]}/{len(jobs)}] {Path(job.scenario).stem}", file=sys.stderr, flush=True)
+
+    records = run_jobs(jobs, workers, on_done=progress)
+    replays = [{"scenario": n, "variant": s, "attainment": r["winner"]["attainment"],
+                "gpu_hours": r["winner"]["gpu_hours"]} for (n, s), r in zip(todo, records, strict=True)]
+    return {"policy": policy_file, "priors_scale": priors_scale, "replays": replays}
+
+
+def load(path: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """A `run --json` file as {(scenario, variant): (attainment, GPU-hours)}; ValueError naming what is wrong."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        got = {(str(r["scenario"]), str(r["variant"])): (float(r["attainment"]), float(r["gpu_hours"]))
+               for r in data["replays"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a `replay_set.py run --json` file ({e}); write it with that command") from e
+    bad = [k for k, (a, g) in got.items() if not (0 <= a <= 1 and math.isfinite(g) and g >= 0)]
+    if bad:
+        raise ValueError(f"{path}: replay {'~'.join(bad[0])} has an attainment outside [0, 1] or a GPU-hours "
+                         "that is not a finite number ≥ 0; write the file again with `replay_set.py run`")
+    return got
+
+
+def compare(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, str], tuple[float, float]],
+            names: tuple[str, str] = ("A", "B")) -> list[str]:
+    """Per scenario group, over the replays both files hold: at 99% in each, the median (min–max) GPU-hours
+    ratio b ÷ a, and the replays that crossed 99%; then the totals."""
+    both = [k for k in a if k in b]
+    if not both:
+        raise ValueError("the two files share no replay: run both over the same DIR")
+    order = {n: i for i, n in enumerate(bench_scenario_names())}
+    groups = sorted({n for n, _ in both}, key=lambda n: (order.get(n, len(order)), n))
+    lines = [f"| scenario (replays) | at 99%: {names[0]} → {names[1]} | GPU-h {names[1]} ÷ {names[0]}: median "
+             "(min–max) | crossed 99% |", "|---|---|---|---|"]
+    total_a = total_b = 0
+    for g in groups:
+        keys = [k for k in both if k[0] == g]
+        ca = sum(a[k][0] >= TARGET for k in keys)
+        cb = sum(b[k][0] >= TARGET for k in keys)
+        total_a, total_b = total_a + ca, total_b + cb
+        ratios = [b[k][1] / a[k][1] for k in keys if a[k][1] > 0]
+        spread = (f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f})" if ratios else "–")
+        crossed = [f"{_label(k)} {_pct(a[k][0])} → {_pct(b[k][0])}" for k in sorted(keys)
+                   if (a[k][0] >= TARGET) != (b[k][0] >= TARGET)]
+        lines.append(f"| {g} ({len(keys)}) | {ca} → {cb} | {spread} | {'; '.join(crossed) or '–'} |")
+    lines.append(f"| all ({len(both)}) | {total_a} → {total_b} | | |")
+    return lines
+
+
+def _pct(x: float) -> str:
+    """x as a percentage with two decimals, or four where two would put it on the other side of 99%."""
+    two = f"{x * 100:.2f}"
+    return f"{two}%" if (float(two) / 100 >= TARGET) == (x >= TARGET) else f"{x * 100:.4f}%"
+
+
+def _label(key: tuple[str, str]) -> str:
+    s = key[1]
+    if not s:
+        return "shipped seed"
+    return f"draw {s[1:]}" if s.startswith("s") else f"day {s[1:]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("write", help="write the 5 other draws of every shipped scenario and days 2-14 into DIR")
+    w.add_argument("dir", type=Path)
+    r = sub.add_parser("run", help="ours alone on the shipped scenarios and every variant in DIR")
+    r.add_argument("dir", type=Path)
+    r.add_argument("--json", required=True, type=Path, help="write the replays' attainment and GPU-hours here")
+    r.add_argument("--policy", default=None, help="policy file (default: the bench's default policy)")
+    r.add_argument("--priors-scale", type=float, default=1.0,
+                   help="every prior (capacity, cold-start medians) multiplied by this, as in the bench's priors rows")
+    r.add_argument("--workers", type=int, default=2)
+    c = sub.add_parser("compare", help="two `run --json` files side by side, per scenario group")
+    c.add_argument("before")
+    c.add_argument("after")
+    a = ap.parse_args(argv)
+    if a.cmd == "write":
+        for p in [*write(a.dir, OFFSETS), *write_days(a.dir, DAYS)]:
+            print(p)
+        return 0
+    if a.cmd == "run":
+        from simulations.bench import default_policy_file
+
+        if not 0.1 <= a.priors_scale <= 10:  # also rejects nan and inf
+            ap.error(f"--priors-scale {a.priors_scale:g}: give a factor between 0.1 and 10, e.g. 0.7")
+        try:
+            result = run(a.dir, a.policy or default_policy_file(), max(1, a.workers), a.priors_scale)
+        except FileNotFoundError as e:
+            print(f"replay_set: {e}", file=sys.stderr)
+            return 2
+        a.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        reached = sum(x["attainment"] >= TARGET for x in result["replays"])
+        print(f"{reached} of {len(result['replays'])} replays reach 99%; written to {a.json}")
+        return 0
+    try:
+        print("\n".join(compare(load(a.before), load(a.after), (Path(a.before).stem, Path(a.after).stem))))
+    except ValueError as e:
+        print(f"replay_set: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

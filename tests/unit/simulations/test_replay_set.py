@@ -1,0 +1,114 @@
+"""The replay set (benchmarks/replay_set.py): which replays it runs, what it saves, how two runs compare."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.replay_set import cells, compare, load, main
+from benchmarks.seed_variants import write, write_days
+
+
+def test_cells_are_each_shipped_scenario_with_variants_then_its_draws_then_its_days(tmp_path: Path) -> None:
+    write(tmp_path, [100, 200])
+    write_days(tmp_path, [10, 2])
+    for p in tmp_path.glob("*.yaml"):
+        if not p.name.startswith(("servegen-mid~", "diurnal~")):
+            p.unlink()
+    assert cells(tmp_path) == [
+        ("diurnal", ""), ("diurnal", "s1"), ("diurnal", "s2"),
+        ("servegen-mid", ""), ("servegen-mid", "s1"), ("servegen-mid", "s2"), ("servegen-mid", "d2"),
+        ("servegen-mid", "d10"),
+    ]
+
+
+def test_cells_of_a_folder_without_variants_name_the_command_that_writes_them(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"replay_set\.py write"):
+        cells(tmp_path)
+
+
+A = {("azure-conv", ""): (0.995, 5.0), ("azure-conv", "s1"): (0.992, 4.0), ("azure-conv", "s2"): (0.989, 4.4),
+     ("servegen-mid", ""): (0.999, 100.0), ("servegen-mid", "d2"): (0.991, 200.0)}
+
+
+def test_compare_counts_the_replays_at_99_and_the_cost_ratio_per_group_and_names_the_crossings() -> None:
+    b = {**A, ("azure-conv", "s1"): (0.985, 3.0), ("azure-conv", "s2"): (0.993, 4.4),
+         ("servegen-mid", "d2"): (0.991, 220.0), ("diurnal", ""): (0.999, 1.0)}  # diurnal only in b: left out
+    lines = compare(A, b, ("K", "L"))
+    assert lines[0].startswith("| scenario (replays) | at 99%: K → L | GPU-h L ÷ K")
+    rows = {line.split(" | ")[0]: line for line in lines[2:]}
+    assert set(rows) == {"| azure-conv (3)", "| servegen-mid (2)", "| all (5)"}
+    crossed = "draw 1 99.20% → 98.50%; draw 2 98.90% → 99.30%"
+    assert f"| 2 → 2 | 1.000 (0.750–1.000) | {crossed} |" in rows["| azure-conv (3)"]
+    assert "| 2 → 2 | 1.050 (1.000–1.100) | – |" in rows["| servegen-mid (2)"]
+    assert "| 4 → 4 |" in rows["| all (5)"]
+    near = compare(A, {**A, ("azure-conv", ""): (0.989996, 5.0)})[2]
+    assert "shipped seed 99.50% → 98.9996%" in near  # two decimals would read 99.00%: on the other side
+
+
+def test_compare_refuses_files_that_share_no_replay() -> None:
+    with pytest.raises(ValueError, match="share no replay"):
+        compare(A, {("diurnal", ""): (1.0, 1.0)})
+
+
+def _saved(path: Path, replays: list[dict]) -> str:
+    path.write_text(json.dumps({"policy": "p.yaml", "priors_scale": 1.0, "replays": replays}))
+    return str(path)
+
+
+@pytest.mark.parametrize("body", ["not json", '{"replays": [{"scenario": "x"}]}', '{"other": 1}', "[]"])
+def test_load_names_the_file_and_the_command_that_writes_it(body: str, tmp_path: Path) -> None:
+    p = tmp_path / "bad.json"
+    p.write_text(body)
+    with pytest.raises(ValueError, match=r"bad\.json: not a `replay_set.py run --json` file") as e:
+        load(str(p))
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("att, gpu", [(1.5, 1.0), (-0.1, 1.0), (0.99, float("nan")), (0.99, -1.0)])
+def test_load_refuses_values_no_replay_can_have(att: float, gpu: float, tmp_path: Path) -> None:
+    p = _saved(tmp_path / "x.json", [{"scenario": "azure-conv", "variant": "s1", "attainment": att, "gpu_hours": gpu}])
+    with pytest.raises(ValueError, match="azure-conv~s1"):
+        load(p)
+
+
+def test_compare_command_exits_2_with_one_line_on_a_bad_file(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    good = _saved(tmp_path / "good.json", [{"scenario": "azure-conv", "variant": "", "attainment": 0.99,
+                                           "gpu_hours": 5.0}])
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["compare", good, str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("replay_set: ") and err.count("\n") == 1
+
+
+def test_run_saves_every_replay_and_a_run_compared_with_itself_changes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, [100])
+    for p in tmp_path.glob("*.yaml"):
+        if p.name != "azure-conv~s1.yaml":
+            p.unlink()
+    out = tmp_path / "run.json"
+    assert main(["run", str(tmp_path), "--json", str(out), "--workers", "1"]) == 0
+    saved = json.loads(out.read_text())
+    assert [(r["scenario"], r["variant"]) for r in saved["replays"]] == [("azure-conv", ""), ("azure-conv", "s1")]
+    assert all(0 < r["attainment"] <= 1 and r["gpu_hours"] > 0 for r in saved["replays"])
+    assert saved["replays"][0] != saved["replays"][1]  # another draw, another outcome
+    assert "replays reach 99%; written to" in capsys.readouterr().out
+    lines = compare(load(str(out)), load(str(out)))
+    assert "| 1.000 (1.000–1.000) | – |" in lines[2]
+
+
+@pytest.mark.parametrize("bad", ["0", "nan", "inf", "100"])
+def test_run_refuses_a_priors_scale_outside_its_range(bad: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(tmp_path), "--json", str(tmp_path / "x.json"), f"--priors-scale={bad}"])
+    assert e.value.code == 2 and "--priors-scale" in capsys.readouterr().err
+
+
+def test_run_on_a_folder_without_variants_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path), "--json", str(tmp_path / "x.json"), "--workers", "1"]) == 2
+    assert "replay_set.py write" in capsys.readouterr().err and not (tmp_path / "x.json").exists()

@@ -19,6 +19,7 @@ from autoscaler.core.floors import floor_at
 from autoscaler.core.reason import Reason
 from autoscaler.core.signals import Signals, age_within
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
+from autoscaler.core.stages.burst import burst
 from autoscaler.core.stages.capacity import Capacity, capacity, untested_floor
 from autoscaler.core.stages.demand import Demand, demand
 from autoscaler.core.stages.feasibility import feasibility
@@ -133,10 +134,12 @@ def decide(
                cp.usable, state.hedge_cache, bursting(dm.waiting, replicas.ready, r.queue_time_p90_seconds, policy))
     re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, cp.throughput, cp.usable,
                   ready_in(policy, replicas, state.coldstart, signals.cluster, lead))
+    bu = burst(policy, signals.queue_time_histogram, not r.unknown, replicas.ready, dm.served, cp.usable,
+               cp.steady_since, now)
     # TTFT over the SLO while nothing queues is prefill, which more replicas do not shorten: no panic on it.
     ttft_p90 = None if prefill_bound(policy, signals, policy.metrics.staleness_seconds) else r.ttft_p90_seconds
     pn = panic(policy, r.queue_time_p90_seconds, ttft_p90, state.panic_until, now)
-    b = binding({"predictive": pr.replicas, "hedge": hg.replicas, "reactive": re.replicas,
+    b = binding({"predictive": pr.replicas, "burst": bu.replicas, "hedge": hg.replicas, "reactive": re.replicas,
                  "concurrency": re.concurrency, "floor": floor}, top)
     stuck = stuck_unschedulable(policy, replicas)
     # A tick that cannot trust every signal it uses is no evidence for a scale-down: it recommends at
@@ -145,15 +148,17 @@ def decide(
     # Nor is a load per replica no window has seen hold: a scale-down stops where the evidence ends.
     untested = untested_floor(cp, dm.offered, current)
     recommended = max(recommended, untested)
-    # The window holds the sustained recommendation (forecast, or the reactive level without one; concurrency;
-    # floor); replicas for this tick's queue (reactive drain, hedge) are not held once it has drained.
-    level = pr.replicas if policy.forecast.enabled else re.replicas
+    # The window holds the sustained recommendation (forecast, or the reactive level without one; the replicas
+    # for sub-minute bursts, which come again; concurrency; floor); replicas for this tick's queue (reactive
+    # drain, hedge) are not held once it has drained.
+    level = max(pr.replicas if policy.forecast.enabled else re.replicas, bu.replicas)
     held = recommended if r.unknown else min(recommended, max(level, re.concurrency, floor))
     st = stabilize(state.recommendations, now, stabilization_window_seconds(policy, lead), policy.interval_seconds,
                    current, recommended, held)
     decisions = since(state.decisions, now - _rate_limit_period(policy), now)
     components: dict[str, float] = {
-        **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), **hg.explain(), "reactive": re.replicas,
+        **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), **hg.explain(), **bu.explain(),
+        "reactive": re.replicas,
         "concurrency": re.concurrency, "floor": floor, "max": top, "lead_time_high_s": round(lead.high_seconds, 1),
     }
 

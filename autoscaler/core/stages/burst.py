@@ -1,0 +1,81 @@
+"""Burst: replicas for sub-minute bursts that a fleet under its planned load still queued.
+
+A fleet carrying well under its plan per replica (at most BURST_LOAD_SHARE of it) whose requests still
+waited past the SLO's queue budget did not lack capacity on average: bursts shorter than a metrics
+window came in faster than it could start them. How long they waited is the size of the burst in time at
+this fleet size. With requests spread over the replicas, the same burst waits about 1/n as long on n
+replicas, so ready × (wait ÷ budget) replicas would have kept it within the budget. The wait is the queue
+time at the SLO's quantile (vLLM's `request_queue_time_seconds` histogram, read like every SLO share in
+`LatencyHistogram.share_within`), and the step is at most MAX_STEP times the ready count.
+
+The window must judge the fleet that served it. The fleet has to have been steady (nothing starting, no
+queue left from a scale-up) for STEADY_SECONDS plus that wait: a request that waited minutes arrived before,
+when the fleet may have been smaller or still starting (a flash crowd's backlog draining after the fleet
+grew is no sub-minute burst). The decision holds these replicas through the stabilization window like the
+forecast, because bursts that came once come again: this is headroom in absolute work, which a knee in load
+per replica cannot express (a burst of a given size needs the same spare replicas at any mean load;
+docs/benchmarks.md, "Why M").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from autoscaler.core.signals import LatencyHistogram
+from autoscaler.core.stages.capacity import STEADY_SECONDS
+from autoscaler.policy import PolicySpec
+
+BURST_LOAD_SHARE = 0.5  # at most this share of the planned load per replica: the queue came from bursts
+MAX_STEP = 4.0  # at most 4× the ready replicas from one window
+_LOW, _HIGH, _STEPS = 1e-3, 4000.0, 40  # the wait is found by bisection in [1 ms, 4000 s] on a log scale
+
+
+@dataclass(frozen=True, slots=True)
+class Burst:
+    replicas: int
+    wait_seconds: float | None  # queue time at the SLO's quantile in this window (None: not judged)
+
+    def explain(self) -> dict[str, float]:
+        out: dict[str, float] = {"burst": self.replicas}
+        if self.wait_seconds is not None:
+            out["burst_wait_s"] = round(self.wait_seconds, 3)
+        return out
+
+
+def wait_at(hist: LatencyHistogram, quantile: float) -> float | None:
+    """The latency the share `quantile` of the histogram's requests stayed within (the inverse of
+    `share_within`, to a relative 1e-5), _HIGH when even that many did not, None when it holds nothing."""
+    if not hist.total > 0:
+        return None
+    top = hist.share_within(_HIGH)
+    if top is None or top < quantile:
+        return _HIGH
+    lo, hi = _LOW, _HIGH
+    for _ in range(_STEPS):
+        mid = math.sqrt(lo * hi)
+        share = hist.share_within(mid)
+        if share is not None and share >= quantile:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def burst(policy: PolicySpec, hist: LatencyHistogram | None, fresh: bool, ready: int, served: float,
+          usable: float, steady_since: float | None, now: float) -> Burst:
+    """Replicas for the bursts this window queued (0 when it judged none; see the module docstring).
+    `fresh`: every signal the decision read this tick could be trusted."""
+    none = Burst(0, None)
+    if (not fresh or ready <= 0 or hist is None or hist.age_seconds > policy.metrics.staleness_seconds
+            or hist.total < policy.capacity.slo_feedback.min_requests):
+        return none
+    if served / ready > BURST_LOAD_SHARE * usable:
+        return none
+    wait = wait_at(hist, policy.slo.quantile)
+    if wait is None or steady_since is None or now - steady_since < STEADY_SECONDS + wait:
+        return none
+    budget = policy.slo.queue_budget_seconds
+    if not wait > budget:
+        return Burst(0, wait)
+    return Burst(math.ceil(ready * min(MAX_STEP, wait / budget)), wait)

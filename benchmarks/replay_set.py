@@ -28,11 +28,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
 from benchmarks.seed_variants import write, write_days
+from simulations.bench import TARGET
 from simulations.scenario import bench_scenario_names
 
 OFFSETS = [100, 200, 300, 400, 500]
 DAYS = list(range(2, 15))
-TARGET = 0.99
 
 
 def cells(out: Path) -> list[tuple[str, str]]:

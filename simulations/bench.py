@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from autoscaler.policy import PolicySpec
+from simulations.autoscalers import registry
 from simulations.autoscalers.ours import Ours
 from simulations.errors import SimulationInputError
 from simulations.executors import make_executor
@@ -116,8 +117,9 @@ def _run_record(job: Job, knob: Knob | None, value: float | None, sc: Scenario, 
                 policy: PolicySpec) -> dict[str, Any]:
     main = [knob.label(value)] if knob is not None and value is not None else []
     label = ", ".join(main + [f"{k}={fmt(v)}" for k, v in job.secondary])
-    if value is None:  # ours as shipped
-        res = run(sc, wl, Ours(policy), label)
+    if value is None:  # ours as shipped (with the operator's floor when the job sets one)
+        minimum = dict(job.secondary).get("min_replicas", "policy")
+        res = run(sc, wl, Ours(registry.ours_policy(policy, minimum)), label)
     else:
         res = replay(job.family, value, job.secondary, sc, wl, policy, label, TARGET)
     return {**res.to_dict(), "value": value}

@@ -6,6 +6,8 @@ policy's time-of-day floors apply to the trace's own dates.
 
 Its frontier knob (`simulations.autoscalers.registry`) is `capacity.targetUtilization`: the share of a
 replica's capacity the policy plans to use; `with_target_utilization` returns the policy with it changed.
+Its one behaviour knob is the operator's floor, `replicas.min` (`with_min_replicas`): the capacity a
+platform holds before bursts no forecast sees (`benchmarks/floor_frontier.py`).
 
 With `spec.warmCapacity.enabled`, each tick sets the fleet's placeholder pool to the decision's `warm_slots`
 within [minSlots, maxSlots] (`with_warm_pool` fixes it at N); the cluster facts tell the decision how many
@@ -27,6 +29,13 @@ def with_target_utilization(policy: PolicySpec, utilization: float) -> PolicySpe
         raise ValueError(f"targetUtilization must be within (0, 1], not {utilization:g}")
     capacity = policy.capacity.model_copy(update={"target_utilization": utilization})
     return policy.model_copy(update={"capacity": capacity})
+
+
+def with_min_replicas(policy: PolicySpec, minimum: int) -> PolicySpec:
+    """The policy with `replicas.min` set (validated like the policy file's field: 0..replicas.max)."""
+    if not 0 <= minimum <= policy.replicas.max:
+        raise ValueError(f"replicas.min must be within 0..{policy.replicas.max} (replicas.max), not {minimum}")
+    return policy.model_copy(update={"replicas": policy.replicas.model_copy(update={"min": minimum})})
 
 
 def with_warm_pool(policy: PolicySpec, slots: int, weights_cache_path: str | None = None) -> PolicySpec:

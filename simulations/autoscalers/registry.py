@@ -31,7 +31,7 @@ from simulations.autoscalers.hpa import Hpa, parse_policy
 from simulations.autoscalers.keda import Keda
 from simulations.autoscalers.kpa import Kpa
 from simulations.autoscalers.oracle import Oracle
-from simulations.autoscalers.ours import Ours, with_target_utilization
+from simulations.autoscalers.ours import Ours, with_min_replicas, with_target_utilization
 from simulations.autoscalers.static import Static
 from simulations.errors import SimulationInputError
 from simulations.scenario import Scenario
@@ -189,7 +189,8 @@ FAMILIES: dict[str, Family] = {
     # ours' costly end on step bursts; 0.05 spans it (docs/benchmarks.md, "Decision changes").
     "ours": Family(
         "ours", MainKnob("target_utilization", 0.75, 0.05, 1.0, "cheaper_up", unit="share of learned capacity"),
-        build=lambda v, s, c: _make_ours(v, c.policy),
+        knobs=(Knob("min_replicas", ("policy", 1, 2, 4), "replicas.min (policy: the policy file's own)"),),
+        build=lambda v, s, c: _make_ours(v, c.policy, s["min_replicas"]),
         description="the decision core; its frontier sweeps capacity.targetUtilization"),
     "oracle": Family(
         "oracle", MainKnob("headroom", 1.0, 0.3, 4.0, "costlier_up", unit="× the trace's requirement"),
@@ -204,10 +205,15 @@ DEFAULT_SETTING: dict[str, float] = {n: FAMILIES[n].main.default for n in BASELI
 SETTING_NAME: dict[str, str] = {n: FAMILIES[n].main.name for n in (*BASELINES, "ours", "oracle")}
 
 
-def _make_ours(value: float, policy: PolicySpec | None) -> Autoscaler:
+def ours_policy(policy: PolicySpec, minimum: Value = "policy") -> PolicySpec:
+    """The policy with the `min_replicas` setting applied ("policy": as the file states it)."""
+    return policy if minimum == "policy" else with_min_replicas(policy, int(minimum))
+
+
+def _make_ours(value: float, policy: PolicySpec | None, minimum: Value = "policy") -> Autoscaler:
     if policy is None:
         raise ValueError("ours needs a policy")
-    return Ours(with_target_utilization(policy, value))
+    return Ours(with_target_utilization(ours_policy(policy, minimum), value))
 
 
 def _make_oracle(value: float, c: BuildContext) -> Autoscaler:

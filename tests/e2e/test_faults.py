@@ -185,6 +185,10 @@ def test_apiserver_restart_mid_drill(workspace: Callable[[str], Workspace]) -> N
 
     ws.patch_policy("chat", {"spec": {"replicas": {"min": 3}}})
     wait_for(lambda: ws.replicas("chat") == 3, 10, "scale to 3")
+    # Its event is recorded after the write, and an event that meets the outage is dropped by design (a
+    # courtesy, autoscaler/controller/events.py): the kill waits for it, so only the next write meets it.
+    wait_for(lambda: any(e.reason == "ScaledUp" and "-> 3" in (e.message or "")
+                         for e in controller_events(ws.core, ws.namespace, "chat")), 20, "the scale-to-3 event")
     # A change decided just before the API server dies: its write meets the outage and must land once.
     ws.patch_policy("chat", {"spec": {"replicas": {"min": 4}}})
     t_kill = time.time()

@@ -80,6 +80,21 @@ def test_ours_and_the_oracle_are_built_from_their_knob() -> None:
         FAMILIES["oracle"].make(1.0)
 
 
+def test_ours_floor_is_the_policy_file_s_own_unless_set_and_bounded_like_the_field() -> None:
+    policy = load_policy_file(bundled_path("default-policy.yaml"))[0].spec
+    assert policy.replicas.min == 1
+    shipped = FAMILIES["ours"].make(0.75, policy=policy)
+    floored = FAMILIES["ours"].make(0.75, {"min_replicas": 12}, policy=policy)
+    assert isinstance(shipped, Ours) and isinstance(floored, Ours)
+    assert shipped.policy.replicas.min == 1 and floored.policy.replicas.min == 12
+    assert floored.policy.replicas.floor_schedule == policy.replicas.floor_schedule  # only the minimum moves
+    assert floored.initial_replicas(4) == 12  # the fleet starts at its floor, like every family's
+    assert setting_label("ours", 0.75) == "target_utilization=0.75"
+    assert setting_label("ours", 0.75, {"min_replicas": 12}) == "target_utilization=0.75 min_replicas=12"
+    with pytest.raises(ValueError, match=r"replicas\.min must be within 0\.\.60"):
+        FAMILIES["ours"].make(0.75, {"min_replicas": 61}, policy=policy)
+
+
 def test_command_line_syntax_is_kept() -> None:
     assert parse_baselines("hpa,keda:10,oracle") == [("hpa", 32), ("keda", 10.0), ("oracle", None)]
     with pytest.raises(SimulationInputError, match="not a number"):

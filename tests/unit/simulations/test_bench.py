@@ -13,9 +13,11 @@ from click.testing import CliRunner
 
 from autoscaler.cli import main
 from autoscaler.policy_loader import load_policy_file
+from simulations.autoscalers.registry import make_baseline
 from simulations.bench import (
     Job,
     JobError,
+    _load,
     command_line,
     default_policy_file,
     headline,
@@ -25,6 +27,7 @@ from simulations.bench import (
     scaled_priors,
 )
 from simulations.bench_report import markdown, readme_summary
+from simulations.runner import run
 
 TINY = """name: tiny
 trace: {format: azure, path: "bundled:azure_code_slice.csv", limit_seconds: 600}
@@ -222,3 +225,16 @@ def test_the_headline_says_how_many_requests_scale_downs_aborted_where_they_are_
     md = markdown(headline(recs), recs, "x", True, 60.0)
     line = next(x for x in md.splitlines() if x.startswith("| s | 0 |"))
     assert line.split(" | ")[1:4] == ["0", "–", "1,234"]
+
+
+def test_a_floor_set_on_ours_holds_its_replicas_in_the_shipped_run_and_in_its_search(tiny: str) -> None:
+    pf = default_policy_file()
+    shipped = run_job(Job(tiny, "ours", "default", (), True, pf))["winner"]
+    floored = run_job(Job(tiny, "ours", "default", (("min_replicas", 5),), True, pf))["winner"]
+    sc, wl = _load(tiny, True, "request")
+    five = run(sc, wl, make_baseline("static", 5), "static").outcome.gpu_hours  # 5 replicas for the whole run
+    assert floored["setting"] == "min_replicas=5"
+    assert floored["gpu_hours"] >= five - 1e-6 > shipped["gpu_hours"]
+    searched = run_job(Job(tiny, "ours", "search", (("min_replicas", 5),), True, pf))
+    assert all(p["gpu_hours"] >= five - 1e-6 for p in searched["points"])
+    assert all(p["setting"].endswith("min_replicas=5") for p in searched["points"])

@@ -3,6 +3,8 @@ report reads every floor's points as one curve per family."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,6 +48,18 @@ def test_the_report_takes_each_family_s_cheapest_99_percent_over_every_floor_and
     # hpa's: 5.0 is cheaper than ours' cheapest point; 27 @ 99.2% (ours 99.5%: above)
     # keda's 7.0 @ 95% and kpa's 9.0 @ 97%: ours has only 90% for that little (below)
     assert "| s | 1/2 | 1/1 ✓ (+1 cheaper than ours) | 0/1 | 0/1 |" in out
+
+
+def test_saved_runs_are_reported_together_without_running_anything(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps([_rec("ours", [(10.0, 0.995, "min_replicas=16")])]))
+    b.write_text(json.dumps([_rec("static", [(12.4, 0.991, "replicas=25")])]))
+    assert main(["--scenarios", "s", "--records", str(a), str(b)]) == 0
+    assert "| s | 10.00 (min_replicas=16) | 12.40 (replicas=25) |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--records", str(tmp_path / "missing.json")])
+    assert "--records" in capsys.readouterr().err
 
 
 def test_bad_floors_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,7 @@ No I/O and no wall clock: the controller, the simulator and the backtest all cal
 own clock and sources, so what is measured in simulation is what runs in the cluster.
 
 The stages (autoscaler/core/stages/, one file each, each returning its value and its part of the
-explanation): readings → demand → capacity → predictive → hedge → reactive → burst → panic → bounds →
+explanation): readings → demand → capacity → predictive → hedge → reactive → burst (and its hold) → panic → bounds →
 stabilize → rate limit → bounds' final clamp. Stale or missing demand never scales down: the policy's
 onMissingMetrics says what it leads to.
 """
@@ -19,7 +19,7 @@ from autoscaler.core.floors import floor_at
 from autoscaler.core.reason import Reason
 from autoscaler.core.signals import Signals, age_within
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.burst import burst
+from autoscaler.core.stages.burst import BurstHold, burst, hold
 from autoscaler.core.stages.capacity import Capacity, capacity, untested_floor
 from autoscaler.core.stages.demand import Demand, demand
 from autoscaler.core.stages.feasibility import feasibility
@@ -136,10 +136,11 @@ def decide(
                   ready_in(policy, replicas, state.coldstart, signals.cluster, lead))
     bu = burst(policy, signals.queue_time_histogram, not r.unknown, replicas.ready, dm.served, cp.usable,
                cp.steady_since, now)
+    bh = hold(state.burst_held, now, bu.replicas, replicas, lead.high_seconds)
     # TTFT over the SLO while nothing queues is prefill, which more replicas do not shorten: no panic on it.
     ttft_p90 = None if prefill_bound(policy, signals, policy.metrics.staleness_seconds) else r.ttft_p90_seconds
     pn = panic(policy, r.queue_time_p90_seconds, ttft_p90, state.panic_until, now)
-    b = binding({"predictive": pr.replicas, "burst": bu.replicas, "hedge": hg.replicas, "reactive": re.replicas,
+    b = binding({"predictive": pr.replicas, "burst": bh.replicas, "hedge": hg.replicas, "reactive": re.replicas,
                  "concurrency": re.concurrency, "floor": floor}, top)
     stuck = stuck_unschedulable(policy, replicas)
     # A tick that cannot trust every signal it uses is no evidence for a scale-down: it recommends at
@@ -148,16 +149,17 @@ def decide(
     # Nor is a load per replica no window has seen hold: a scale-down stops where the evidence ends.
     untested = untested_floor(cp, dm.offered, current)
     recommended = max(recommended, untested)
-    # The window holds the sustained recommendation (forecast, or the reactive level without one; the replicas
-    # for sub-minute bursts, which come again; concurrency; floor); replicas for this tick's queue (reactive
-    # drain, hedge) are not held once it has drained.
-    level = max(pr.replicas if policy.forecast.enabled else re.replicas, bu.replicas)
+    # The window holds the sustained recommendation (forecast, or the reactive level without one; concurrency;
+    # floor); replicas for this tick's queue (reactive drain, hedge) are not held once it has drained, and
+    # the replicas for sub-minute bursts are held by their own hold (one cold start after they are up).
+    level = pr.replicas if policy.forecast.enabled else re.replicas
     held = recommended if r.unknown else min(recommended, max(level, re.concurrency, floor))
     st = stabilize(state.recommendations, now, stabilization_window_seconds(policy, lead), policy.interval_seconds,
                    current, recommended, held)
     decisions = since(state.decisions, now - _rate_limit_period(policy), now)
     components: dict[str, float] = {
         **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), **hg.explain(), **bu.explain(),
+        **bh.explain(),
         "reactive": re.replicas,
         "concurrency": re.concurrency, "floor": floor, "max": top, "lead_time_high_s": round(lead.high_seconds, 1),
     }
@@ -179,7 +181,7 @@ def decide(
     if policy.warm_capacity.enabled:
         components.update(wm.explain())
 
-    next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn, hg)
+    next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn, hg, bh)
     share, why = feasibility(policy, signals)
     d = Decision(
         desired_replicas=desired,
@@ -204,7 +206,7 @@ def decide(
 
 
 def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, decisions: History, st: Stabilized,
-              dm: Demand, cp: Capacity, pr: Predictive, pn: Panic, hg: Hedge) -> CoreState:
+              dm: Demand, cp: Capacity, pr: Predictive, pn: Panic, hg: Hedge, bh: BurstHold) -> CoreState:
     """The state the next tick starts from: what each stage wants to remember."""
     return replace(
         state,
@@ -225,6 +227,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
         slo_budget=cp.budget,
         settled_since=cp.settled_since,
         work_per_request=dm.work_per_request,
+        burst_held=bh.history,
     )
 
 

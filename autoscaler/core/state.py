@@ -44,6 +44,8 @@ class CoreState:
     steady_since: float | None = None  # since when nothing has been starting and the fleet was at its size
     work_per_request: float | None = None  # EMA, replica-seconds per request
     last_tick: float | None = None
+    # (time, replicas) the burst stage ordered, kept for one cold start after they are up (stages/burst.py).
+    burst_held: tuple[tuple[float, int], ...] = ()
     # (bucket index, horizon in buckets, quantile, forecast): the forecast changes only when a bucket closes,
     # so ticks inside one bucket reuse it instead of paying for predict() again.
     forecast_cache: tuple[int, int, float, float] | None = None
@@ -67,6 +69,7 @@ class CoreState:
             "steadySince": self.steady_since,
             "workPerRequest": self.work_per_request,
             "lastTick": self.last_tick,
+            "burstHeld": [[round(t, 3), r] for t, r in self.burst_held],
         }
 
     def _seed_dict(self) -> dict[str, Any] | None:
@@ -105,6 +108,7 @@ class CoreState:
             steady_since=_read(d, "steadySince", _optional),
             work_per_request=_read(d, "workPerRequest", _optional),
             last_tick=_read(d, "lastTick", _optional),
+            burst_held=_read(d, "burstHeld", _history),
         )
 
 

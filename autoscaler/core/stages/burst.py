@@ -11,10 +11,19 @@ time at the SLO's quantile (vLLM's `request_queue_time_seconds` histogram, read 
 The window must judge the fleet that served it. The fleet has to have been steady (nothing starting, no
 queue left from a scale-up) for STEADY_SECONDS plus that wait: a request that waited minutes arrived before,
 when the fleet may have been smaller or still starting (a flash crowd's backlog draining after the fleet
-grew is no sub-minute burst). The decision holds these replicas through the stabilization window like the
-forecast, because bursts that came once come again: this is headroom in absolute work, which a knee in load
-per replica cannot express (a burst of a given size needs the same spare replicas at any mean load;
-docs/benchmarks.md, "Why M").
+grew is no sub-minute burst). This is headroom in absolute work, which a knee in load per replica cannot
+express (a burst of a given size needs the same spare replicas at any mean load; docs/benchmarks.md, "Why M").
+
+How long the replicas stay (`hold`): bursts that came once come again, but not on a schedule. A burst
+replica let go costs a cold start to bring back, and a starting replica holds its GPU for that time too;
+an idle replica kept costs its GPU time. Keeping it for one cold start after it is up, then letting it go,
+is the break-even rule of the ski-rental problem: it never pays more than twice what the better choice
+would have cost in hindsight (Karlin, Manasse, Rudolph and Sleator, "Competitive snoopy caching", 1988),
+whether the next burst comes soon or never. A burst that comes again within the hold orders (and restarts)
+it; replicas still starting keep it from running down, so the hold counts from when they are up (replicas
+stuck unschedulable do not: they may never come). Knative's scale-down delay and the HPA's stabilization
+window are fixed forms of the same trade; decision N ties it to the cold start the policy measures
+(docs/benchmarks.md, "Why N").
 """
 
 from __future__ import annotations
@@ -22,8 +31,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from autoscaler.core.signals import LatencyHistogram
+from autoscaler.core.signals import LatencyHistogram, ReplicaCounts
 from autoscaler.core.stages.capacity import STEADY_SECONDS
+from autoscaler.core.stages.stabilize import History, remember_max, since
 from autoscaler.policy import PolicySpec
 
 BURST_LOAD_SHARE = 0.5  # at most this share of the planned load per replica: the queue came from bursts
@@ -80,3 +90,26 @@ def burst(policy: PolicySpec, hist: LatencyHistogram | None, fresh: bool, ready:
     if not wait > budget:
         return Burst(0, wait)
     return Burst(math.ceil(ready * min(MAX_STEP, wait / budget)), wait)
+
+
+@dataclass(frozen=True, slots=True)
+class BurstHold:
+    replicas: int  # the most burst replicas ordered within the hold (0: none held)
+    history: History  # (time, replicas) to remember, oldest first
+
+    def explain(self) -> dict[str, float]:
+        return {"burst_held": self.replicas} if self.replicas else {}
+
+
+def hold(history: History, now: float, ordered: int, replicas: ReplicaCounts, hold_seconds: float) -> BurstHold:
+    """The burst replicas to keep: the most ordered within the last `hold_seconds` (one cold start), counted
+    from when they are up: while replicas are starting (not stuck unschedulable) and fewer than that are
+    ready, the order is renewed (see the module docstring)."""
+    kept = since(history, now - hold_seconds, now)
+    if ordered > 0:
+        kept = remember_max(kept, now, ordered)
+    level = max((r for _, r in kept), default=0)
+    coming = len(replicas.starting) - replicas.unschedulable
+    if level > replicas.ready and coming > 0:
+        kept = remember_max(kept, now, level)
+    return BurstHold(level, kept)

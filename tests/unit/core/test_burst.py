@@ -1,7 +1,8 @@
-"""The burst stage (autoscaler/core/stages/burst.py) on its own, and held by the decision."""
+"""The burst stage (autoscaler/core/stages/burst.py) and its hold on their own, and held by the decision."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -9,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core import CoreState, decide
-from autoscaler.core.signals import LatencyHistogram, ReplicaCounts
-from autoscaler.core.stages.burst import BURST_LOAD_SHARE, MAX_STEP, burst, wait_at
+from autoscaler.core.signals import LatencyHistogram, ReplicaCounts, StartingReplica
+from autoscaler.core.stages.burst import BURST_LOAD_SHARE, MAX_STEP, burst, hold, wait_at
 from autoscaler.core.stages.capacity import STEADY_SECONDS
 
 from .helpers import policy, signals
@@ -98,7 +99,69 @@ def test_burst_replicas_are_bounded_and_the_wait_inverts_the_share(counts: list[
     assert (b.replicas > 0) == (w > pol.slo.queue_budget_seconds)
 
 
-def test_the_decision_holds_burst_replicas_through_the_stabilization_window() -> None:
+def _fleet(ready: int, starting: int = 0, unschedulable: int = 0) -> ReplicaCounts:
+    up = tuple(StartingReplica("weight_load", age_seconds=60.0) for _ in range(starting))
+    stuck = tuple(StartingReplica("node_provisioning", age_seconds=60.0, unschedulable=True)
+                  for _ in range(unschedulable))
+    return ReplicaCounts(desired=ready + starting + unschedulable, ready=ready, starting=up + stuck)
+
+
+def test_the_hold_keeps_the_replicas_ordered_for_one_cold_start_then_lets_them_go() -> None:
+    h = hold((), 0.0, 30, _fleet(30), 240.0)
+    assert h.replicas == 30 and h.explain() == {"burst_held": 30}
+    assert hold(h.history, 239.0, 0, _fleet(30), 240.0).replicas == 30
+    gone = hold(h.history, 241.0, 0, _fleet(30), 240.0)
+    assert gone.replicas == 0 and gone.history == () and gone.explain() == {}
+
+
+def test_a_larger_order_raises_the_hold_and_a_smaller_one_does_not_lower_it() -> None:
+    h = hold((), 0.0, 20, _fleet(20), 240.0)
+    h = hold(h.history, 60.0, 12, _fleet(20), 240.0)
+    assert h.replicas == 20
+    assert hold(h.history, 250.0, 0, _fleet(20), 240.0).replicas == 12  # the first order ran out, not the second
+    h = hold(h.history, 90.0, 35, _fleet(20), 240.0)
+    assert h.replicas == 35 and len(h.history) == 1  # nothing below a later, higher order is kept
+
+
+def test_the_hold_counts_from_when_the_replicas_are_up() -> None:
+    h = hold((), 0.0, 30, _fleet(10, starting=20), 240.0)
+    t = 0.0
+    for t in (60.0, 120.0, 180.0, 230.0):  # still starting: the order is renewed
+        h = hold(h.history, t, 0, _fleet(10 + int(t / 12), starting=20 - int(t / 12)), 240.0)
+        assert h.replicas == 30
+    h = hold(h.history, 240.0, 0, _fleet(30), 240.0)  # all up
+    assert hold(h.history, 230.0 + 239.0, 0, _fleet(30), 240.0).replicas == 30
+    assert hold(h.history, 230.0 + 241.0, 0, _fleet(30), 240.0).replicas == 0
+
+
+def test_replicas_stuck_unschedulable_do_not_renew_the_hold() -> None:
+    h = hold((), 0.0, 30, _fleet(10, unschedulable=20), 240.0)
+    for t in (60.0, 120.0, 180.0, 239.0):
+        h = hold(h.history, t, 0, _fleet(10, unschedulable=20), 240.0)
+    assert h.replicas == 30
+    assert hold(h.history, 241.0, 0, _fleet(10, unschedulable=20), 240.0).replicas == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(orders=st.lists(st.tuples(st.floats(0.0, 600.0), st.integers(0, 200), st.integers(0, 200),
+                                 st.integers(0, 20)), max_size=40),
+       seconds=st.floats(1.0, 1800.0))
+def test_the_hold_is_the_most_ordered_within_it_and_stays_short(orders: list[tuple[float, int, int, int]],
+                                                                 seconds: float) -> None:
+    history: tuple[tuple[float, int], ...] = ()
+    t = 0.0
+    for step, ordered, ready, starting in orders:
+        before = max((r for at, r in history if at >= t + step - seconds), default=0)
+        t += step
+        h = hold(history, t, ordered, _fleet(ready, starting), seconds)
+        assert h.replicas == max(before, ordered)
+        assert all(at <= t for at, _ in h.history) and [at for at, _ in h.history] == sorted(at for at, _ in h.history)
+        values = [r for _, r in h.history]
+        assert values == sorted(values, reverse=True) and len(set(values)) == len(values)
+        history = h.history
+
+
+def test_the_decision_holds_burst_replicas_for_one_cold_start_after_they_are_up() -> None:
     pol = policy(capacity={"learn": True}, replicas={"max": 100})
     state, t = CoreState(), 0.0
     calm = replace(signals(work=1.0, desired=10, request_rate=100.0), queue_time_histogram=hist([1000]))
@@ -109,11 +172,30 @@ def test_the_decision_holds_burst_replicas_through_the_stabilization_window() ->
     bursty = replace(calm, queue_time_histogram=BURSTY)
     r = decide(pol, bursty, state, t)
     assert r.decision.components["burst"] >= 25 and r.decision.desired_replicas is not None
-    up = r.decision.desired_replicas
-    assert up > 10
+    up, lead = int(r.decision.components["burst"]), r.decision.lead_time_seconds  # the step may be rate-limited
+    assert r.decision.desired_replicas > 10 and lead > 60.0
     state, t = r.state, t + 15.0
+    starting = replace(calm, replicas=_fleet(10, starting=up - 10))
+    for _ in range(int(lead // 15) + 2):  # a cold start later they are still starting: still wanted
+        r = decide(pol, starting, state, t)
+        state, t = r.state, t + 15.0
+        assert r.decision.desired_replicas == up and r.decision.binding == "burst"
     grown = replace(calm, replicas=ReplicaCounts(desired=up, ready=up))
-    for _ in range(8):  # two calm minutes later the burst replicas are still wanted
+    ready_at = t
+    while t < ready_at + lead - 15.0:  # up, idle, and held for one cold start
         r = decide(pol, grown, state, t)
         state, t = r.state, t + 15.0
-        assert r.decision.desired_replicas is not None and r.decision.desired_replicas >= up
+        assert r.decision.desired_replicas == up and r.decision.components["burst_held"] == up
+    for _ in range(4):
+        r = decide(pol, grown, state, t)
+        state, t = r.state, t + 15.0
+    assert r.decision.desired_replicas is not None and r.decision.desired_replicas < up
+    assert "burst_held" not in r.decision.components
+
+
+def test_the_hold_survives_a_restart_through_the_stored_state() -> None:
+    h = hold((), 100.0, 30, _fleet(30), 240.0)
+    stored = json.loads(json.dumps(replace(CoreState(), burst_held=h.history).to_dict()))
+    back = CoreState.from_dict(stored)
+    assert back.burst_held == h.history
+    assert hold(back.burst_held, 300.0, 0, _fleet(30), 240.0).replicas == 30

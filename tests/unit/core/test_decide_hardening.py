@@ -230,6 +230,7 @@ def test_non_finite_clock_writes_nothing() -> None:
     ("recommendations", [["x", 3]]), ("recommendations", [[1.0, -2]]), ("recommendations", [[1.0, 2.5]]),
     ("decisions", 7), ("panicUntil", "soon"), ("panicUntil", True), ("lastWaiting", [1.0]),
     ("capacity", [float("inf")]), ("lastGrowth", "x"), ("lastTick", [1]), ("coldStart", [1, 2]),
+    ("burstHeld", [[1.0, -3]]), ("burstHeld", "x"),
 ])
 def test_corrupt_stored_state_raises_a_value_error_naming_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"coreState.{field}"):

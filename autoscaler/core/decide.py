@@ -4,9 +4,9 @@ No I/O and no wall clock: the controller, the simulator and the backtest all cal
 own clock and sources, so what is measured in simulation is what runs in the cluster.
 
 The stages (autoscaler/core/stages/, one file each, each returning its value and its part of the
-explanation): readings → demand → capacity → predictive → hedge → reactive → burst (and its hold) → panic → bounds →
-stabilize → rate limit → bounds' final clamp. Stale or missing demand never scales down: the policy's
-onMissingMetrics says what it leads to.
+explanation): readings → demand → capacity → predictive → hedge → reactive → burst (and its hold) →
+panic → bounds → stabilize → rate limit → bounds' final clamp. Stale or missing demand never scales down:
+the policy's onMissingMetrics says what it leads to.
 """
 
 from __future__ import annotations

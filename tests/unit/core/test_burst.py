@@ -125,7 +125,6 @@ def test_a_larger_order_raises_the_hold_and_a_smaller_one_does_not_lower_it() ->
 
 def test_the_hold_counts_from_when_the_replicas_are_up() -> None:
     h = hold((), 0.0, 30, _fleet(10, starting=20), 240.0)
-    t = 0.0
     for t in (60.0, 120.0, 180.0, 230.0):  # still starting: the order is renewed
         h = hold(h.history, t, 0, _fleet(10 + int(t / 12), starting=20 - int(t / 12)), 240.0)
         assert h.replicas == 30

@@ -159,7 +159,8 @@ class SLOFeedbackSpec(_Spec):
     recent requests met the SLO. Misses while the whole fleet is ready mean demand comes in bursts the
     rate window averages away: plan each replica for less (factor > 1). Misses while replicas start count
     at a tenth of that pace, and only while the SLO's error budget over hours burns at twice its rate:
-    rises that outrun a cold start then ask for headroom. A comfortable margin (windows that used at most
+    rises that outrun a cold start then ask for headroom, unless the rise went past what the factor's
+    whole range could have covered (a step no headroom meets). A comfortable margin (windows that used at most
     a tenth of the error budget) means the target utilization was cautious: plan for more (factor < 1,
     never past 95% of capacity), once that budget burns at under half its rate, and only while the fleet
     carries its plan (not while held above it after a peak)."""

@@ -126,7 +126,8 @@ def decide(
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
                   state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
-                  state.slo_budget, now - prev_tick if prev_tick is not None else 0.0, now)
+                  state.slo_budget, now - prev_tick if prev_tick is not None else 0.0, now, dm.offered,
+                  state.beyond_headroom)
     cfg = forecast_cfg or forecast_config(policy)
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
@@ -226,6 +227,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
         load_factor=cp.load_factor,
         slo_budget=cp.budget,
         settled_since=cp.settled_since,
+        beyond_headroom=cp.beyond_headroom,
         work_per_request=dm.work_per_request,
         burst_held=bh.history,
     )

@@ -41,6 +41,8 @@ class CoreState:
     load_factor: float = 1.0  # SLO feedback on the load planned per replica (>1: less load, <1: more)
     slo_budget: SloBudget = field(default_factory=SloBudget)  # every window's requests and misses, faded
     settled_since: float | None = None  # since when nothing has been starting and no queue waited
+    # Since the fleet last settled, a load past the SLO feedback's reach was seen (stages/capacity.py).
+    beyond_headroom: bool = False
     steady_since: float | None = None  # since when nothing has been starting and the fleet was at its size
     work_per_request: float | None = None  # EMA, replica-seconds per request
     last_tick: float | None = None
@@ -66,6 +68,7 @@ class CoreState:
             "lastGrowth": round(self.last_growth, 4),
             "loadFactor": round(self.load_factor, 4),
             "settledSince": self.settled_since,
+            "beyondHeadroom": self.beyond_headroom,
             "steadySince": self.steady_since,
             "workPerRequest": self.work_per_request,
             "lastTick": self.last_tick,
@@ -105,6 +108,7 @@ class CoreState:
             last_growth=_read(d, "lastGrowth", lambda v: _number(v or 0.0)),
             load_factor=_positive(d.get("loadFactor"), 1.0),
             settled_since=_read(d, "settledSince", _optional),
+            beyond_headroom=_read(d, "beyondHeadroom", _flag),
             steady_since=_read(d, "steadySince", _optional),
             work_per_request=_read(d, "workPerRequest", _optional),
             last_tick=_read(d, "lastTick", _optional),
@@ -134,6 +138,15 @@ def _number(value: Any) -> float:
 
 def _optional(value: Any) -> float | None:
     return None if value is None else _number(value)
+
+
+def _flag(value: Any) -> bool:
+    """A stored true/false (absent: false, as a state written before the field existed)."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {type(value).__name__}")
+    return value
 
 
 def _history(value: Any) -> tuple[tuple[float, int], ...]:

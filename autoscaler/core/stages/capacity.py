@@ -24,7 +24,7 @@ from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, SloCapacity, plan_at
 from autoscaler.core.stages.sizing import replicas_for
-from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment
+from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment, within_headroom
 from autoscaler.policy import CapacitySpec, PolicySpec
 
 MAX_PLANNED_UTILIZATION = 0.95
@@ -60,6 +60,9 @@ class Capacity:
     # With no knee found yet: the most load per replica a scale-down may leave, `explore` past the highest
     # load seen to hold (see `untested_floor`); None: no bound (a knee found, nothing seen yet, not learning).
     untested_limit: float | None = None
+    # Since the fleet last settled, some tick's load per ready replica was past what the SLO feedback's whole
+    # range could have covered: its misses while starting do not raise the load factor (decision change O).
+    beyond_headroom: bool = False
 
     def explain(self) -> dict[str, float]:
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
@@ -108,7 +111,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
              backlog: float, kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
              previous_load_factor: float, previous_settled_since: float | None,
              previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
-             now: float) -> Capacity:
+             now: float, offered: float = 0.0, previous_beyond: bool = False) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
@@ -149,15 +152,20 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         factor = 1.0
     planned = factor * planned_share(cap, previous_load_factor)
     at_plan = ready > 0 and served / ready >= AT_PLAN_SHARE * planned
+    # An episode (from the fleet leaving its settled state to settling again) is past the feedback's reach
+    # once one of its ticks was: the backlog of a step drains through the replicas that come up after it,
+    # and those misses are the step's too.
+    beyond = settled_since is None and (
+        previous_beyond or not within_headroom(policy, offered, ready, previous_load_factor, factor))
     lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
                      now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile),
-                     at_plan)
+                     at_plan, coverable=not beyond)
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
         return Capacity(stats, slo, 1.0, 1.0, lf, planned_share(cap, lf), settled_since, steady_since, budget, 0.0)
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested)
+                    untested, beyond)
 
 
 def planned_share(cap: CapacitySpec, lf: float) -> float:

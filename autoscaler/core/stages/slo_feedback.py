@@ -20,7 +20,9 @@ SETTLED_SECONDS = 120.0
 # the headroom stays while the hours' misses still say it is needed (docs/benchmarks.md, decision change I),
 # and only on windows that used at most RELAX_MISS_SHARE of the error budget. With misses counted as they
 # happened (LatencyHistogram.share_within) a window at half the budget is not calm: it is near the knee
-# (decision change L).
+# (decision change L). Nor do misses while starting raise it in an episode whose load went past what its
+# whole range could have covered (`within_headroom`): a step no headroom the factor can buy would have
+# met teaches it nothing about the rises it can meet (decision change O).
 BURNING = 2.0
 TRANSIENT_RATE_SHARE = 0.1
 RELAX_BELOW_BURN = 0.5
@@ -75,14 +77,25 @@ def prefill_bound(policy: PolicySpec, signals: Signals, stale: float) -> bool:
     return p90 is not None and p90 <= budget
 
 
+def within_headroom(policy: PolicySpec, offered: float, ready: int, h: float, capacity_factor: float) -> bool:
+    """Whether a fleet sized with the factor at its maximum would have carried `offered` within the capacity at
+    the SLO: the `ready` replicas, scaled by max ÷ `h` (what raising the factor from `h` to its maximum adds),
+    at no more than `capacity_factor` each. True when nothing is ready to judge."""
+    if ready <= 0 or not h > 0:
+        return True
+    return offered / ready * h / policy.capacity.slo_feedback.max <= capacity_factor
+
+
 def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last_tick: float,
-                settled_for: float, burn: float | None = None, at_plan: bool = True) -> float:
+                settled_for: float, burn: float | None = None, at_plan: bool = True,
+                coverable: bool = True) -> float:
     """The SLO-feedback factor on the load each replica is planned for (see SLOFeedbackSpec).
 
     Misses while the fleet has been settled for a while (nothing starting, no queue left from a
     scale-up) raise it with the shortfall, up to ×1.65 a minute at a full miss; misses while it is not
     settled raise it at a tenth of that pace, and only while the hours' error budget burns at twice its
-    rate or more (`burn`: SloBudget.burn, None while too few requests were judged). A window that used
+    rate or more (`burn`: SloBudget.burn, None while too few requests were judged). Misses while not settled
+    in an episode that went past the factor's reach (`coverable` False) leave it as it is. A window that used
     at most a tenth of the error budget lowers it with e-folding time `relaxSeconds`, once the hours'
     budget burns at under half its rate and only while the fleet carries its plan (`at_plan`: a fleet
     held above it, as after a peak, has a margin the plan did not make). In between it holds."""
@@ -96,7 +109,7 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
     budget = max(1e-6, 1.0 - target)
     if attained < target:
         rate = 1.0 if settled_for >= SETTLED_SECONDS else (
-            TRANSIENT_RATE_SHARE if burn is not None and burn >= BURNING else 0.0)
+            TRANSIENT_RATE_SHARE if burn is not None and burn >= BURNING and coverable else 0.0)
         h *= math.exp(rate * 0.5 * min(1.0, (target - attained) / budget) * dt / 60.0)
     elif (attained >= target + (1.0 - RELAX_MISS_SHARE) * budget and at_plan
           and (burn is None or burn < RELAX_BELOW_BURN)):

@@ -23,7 +23,7 @@ from autoscaler.core.stages.rate_limit import scale_down, scale_up
 from autoscaler.core.stages.reactive import reactive, ready_in
 from autoscaler.core.stages.readings import read
 from autoscaler.core.stages.sizing import MAX_REPLICAS, replicas_for
-from autoscaler.core.stages.slo_feedback import load_factor
+from autoscaler.core.stages.slo_feedback import load_factor, within_headroom
 from autoscaler.core.stages.stabilize import since, stabilize
 
 from .helpers import policy, signals
@@ -173,6 +173,48 @@ def test_misses_while_replicas_start_raise_the_load_factor_slowly_only_while_the
     assert 1.0 < starting < settled
     # a tenth of the settled pace: the same exponent, scaled
     assert math.log(starting) == pytest.approx(math.log(settled) / 10)
+
+
+def test_misses_while_starting_past_the_factors_reach_leave_it_as_it_is() -> None:
+    pol = policy()
+    assert load_factor(pol, 0.8, 1.0, 15.0, 0.0, burn=2.0, coverable=False) == 1.0
+    assert load_factor(pol, 0.8, 1.0, 15.0, 600.0, coverable=False) > 1.0  # settled misses still raise it
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, coverable=False) < 2.0  # and calm windows relax it
+
+
+def test_within_headroom_is_what_the_factor_at_its_maximum_would_have_carried() -> None:
+    pol = policy(capacity={"sloFeedback": {"max": 1.3}})
+    # 4 ready at factor 0.8 would be 6.5 at 1.3: 6.5 × 0.5 = 3.25 replica-equivalents at a 0.5 capacity
+    assert within_headroom(pol, 3.25, 4, 0.8, 0.5)
+    assert not within_headroom(pol, 3.3, 4, 0.8, 0.5)
+    assert not within_headroom(pol, 2.1, 4, 1.3, 0.5)  # at its maximum already: nothing more to buy
+    assert within_headroom(pol, 100.0, 0, 1.0, 0.5)  # nothing ready: nothing to judge
+
+
+def test_an_episode_past_the_factors_reach_buys_no_headroom_until_the_fleet_settles() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0, "sloFeedback": {"max": 1.3}})
+    starting = ReplicaCounts(desired=20, ready=4, starting=(StartingReplica("warmup", 10.0),) * 16)
+    missing = Signals(ttft_histogram=_hist(1000.0, 800.0))
+    burning = SloBudget().observe(0.5, 10_000.0, 60.0)
+    assert (burning.burn(0.99) or 0.0) >= 2.0
+
+    def tick(reps: ReplicaCounts, offered: float, beyond: bool, waiting: float = 50.0):
+        return capacity(pol, missing, reps, min(offered, 2.0), waiting, waiting, 0.3, True, CapacityStats(),
+                        SloCapacity(), 1.0, None, None, burning, 15.0, 1000.0, offered, beyond)
+
+    # A rise the factor could have covered (2.4 on 4 ready at 0.8 of the prior each): its misses raise it.
+    rise = tick(starting, 2.4, False)
+    assert rise.load_factor > 1.0 and not rise.beyond_headroom
+    # A step five times past it: the misses are the step's, not the plan's.
+    step = tick(starting, 10.0, False)
+    assert step.load_factor == 1.0 and step.beyond_headroom
+    # Replicas come up and the step's backlog drains through them at a load they could carry: still the step.
+    up = ReplicaCounts(desired=20, ready=16, starting=(StartingReplica("warmup", 10.0),) * 4)
+    drain = tick(up, 2.4, step.beyond_headroom)
+    assert drain.load_factor == 1.0 and drain.beyond_headroom
+    # Once the fleet settles (nothing starting, no queue) the episode is over.
+    settled = tick(ReplicaCounts(desired=20, ready=20), 2.4, drain.beyond_headroom, waiting=0.0)
+    assert not settled.beyond_headroom
 
 
 def test_the_load_factor_relaxes_only_once_the_budget_is_well_on_track() -> None:

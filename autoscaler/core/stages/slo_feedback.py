@@ -81,7 +81,7 @@ def within_headroom(policy: PolicySpec, offered: float, ready: int, h: float, ca
     """Whether a fleet sized with the factor at its maximum would have carried `offered` within the capacity at
     the SLO: the `ready` replicas, scaled by max ÷ `h` (what raising the factor from `h` to its maximum adds),
     at no more than `capacity_factor` each. True when nothing is ready to judge."""
-    if ready <= 0 or not h > 0:
+    if ready <= 0:
         return True
     return offered / ready * h / policy.capacity.slo_feedback.max <= capacity_factor
 

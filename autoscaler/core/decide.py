@@ -24,6 +24,7 @@ from autoscaler.core.stages.capacity import Capacity, capacity, untested_floor
 from autoscaler.core.stages.demand import Demand, demand
 from autoscaler.core.stages.feasibility import feasibility
 from autoscaler.core.stages.hedge import Hedge, bursting, hedge
+from autoscaler.core.stages.held_queue import HeldQueue, held_queue
 from autoscaler.core.stages.leaving import surge
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import Panic, panic
@@ -127,7 +128,7 @@ def decide(
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
                   state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
                   state.slo_budget, now - prev_tick if prev_tick is not None else 0.0, now, dm.offered,
-                  state.beyond_headroom)
+                  state.beyond_headroom, state.held_queue)
     cfg = forecast_cfg or forecast_config(policy)
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
@@ -141,6 +142,13 @@ def decide(
     # TTFT over the SLO while nothing queues is prefill, which more replicas do not shorten: no panic on it.
     ttft_p90 = None if prefill_bound(policy, signals, policy.metrics.staleness_seconds) else r.ttft_p90_seconds
     pn = panic(policy, r.queue_time_p90_seconds, ttft_p90, state.panic_until, now)
+    # A backlog the engines hold is not drained by more replicas: what the fleet serves now is the need.
+    hq = held_queue(policy, dm, replicas, r.kv_cache_usage, cp.throughput, cp.usable, r.queue_time_p90_seconds,
+                    state.held_queue, trusted=not r.unknown)
+    if hq.active:
+        re = replace(re, replicas=min(re.replicas, hq.cap))
+        hg = replace(hg, replicas=min(hg.replicas, hq.cap))
+        pn = replace(pn, active=False)
     b = binding({"predictive": pr.replicas, "burst": bh.replicas, "hedge": hg.replicas, "reactive": re.replicas,
                  "concurrency": re.concurrency, "floor": floor}, top)
     stuck = stuck_unschedulable(policy, replicas)
@@ -160,7 +168,7 @@ def decide(
     decisions = since(state.decisions, now - _rate_limit_period(policy), now)
     components: dict[str, float] = {
         **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), **hg.explain(), **bu.explain(),
-        **bh.explain(),
+        **bh.explain(), **hq.explain(),
         "reactive": re.replicas,
         "concurrency": re.concurrency, "floor": floor, "max": top, "lead_time_high_s": round(lead.high_seconds, 1),
     }
@@ -182,7 +190,7 @@ def decide(
     if policy.warm_capacity.enabled:
         components.update(wm.explain())
 
-    next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn, hg, bh)
+    next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn, hg, bh, hq)
     share, why = feasibility(policy, signals)
     d = Decision(
         desired_replicas=desired,
@@ -207,7 +215,8 @@ def decide(
 
 
 def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, decisions: History, st: Stabilized,
-              dm: Demand, cp: Capacity, pr: Predictive, pn: Panic, hg: Hedge, bh: BurstHold) -> CoreState:
+              dm: Demand, cp: Capacity, pr: Predictive, pn: Panic, hg: Hedge, bh: BurstHold,
+              hq: HeldQueue) -> CoreState:
     """The state the next tick starts from: what each stage wants to remember."""
     return replace(
         state,
@@ -228,6 +237,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
         slo_budget=cp.budget,
         settled_since=cp.settled_since,
         beyond_headroom=cp.beyond_headroom,
+        held_queue=hq.active,
         work_per_request=dm.work_per_request,
         burst_held=bh.history,
     )
@@ -250,7 +260,7 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
     recs = remember_max(since(state.recommendations, now - stabilization_window_seconds(policy, lead), now), now,
                         need)
     decisions = remember_extremes(since(state.decisions, now - _rate_limit_period(policy), now), now, desired)
-    next_state = replace(state, recommendations=recs, decisions=decisions, last_waiting=None,
+    next_state = replace(state, recommendations=recs, decisions=decisions, last_waiting=None, held_queue=False,
                          panic_until=panic(policy, None, None, state.panic_until, now).until)
     wm = held(policy, signals.cluster)
     d = Decision(

@@ -43,6 +43,7 @@ class CoreState:
     settled_since: float | None = None  # since when nothing has been starting and no queue waited
     # Since the fleet last settled, a load past the SLO feedback's reach was seen (stages/capacity.py).
     beyond_headroom: bool = False
+    held_queue: bool = False  # the standing backlog is held by the engines that took it (stages/held_queue.py)
     steady_since: float | None = None  # since when nothing has been starting and the fleet was at its size
     work_per_request: float | None = None  # EMA, replica-seconds per request
     last_tick: float | None = None
@@ -69,6 +70,7 @@ class CoreState:
             "loadFactor": round(self.load_factor, 4),
             "settledSince": self.settled_since,
             "beyondHeadroom": self.beyond_headroom,
+            "heldQueue": self.held_queue,
             "steadySince": self.steady_since,
             "workPerRequest": self.work_per_request,
             "lastTick": self.last_tick,
@@ -109,6 +111,7 @@ class CoreState:
             load_factor=_positive(d.get("loadFactor"), 1.0),
             settled_since=_read(d, "settledSince", _optional),
             beyond_headroom=_read(d, "beyondHeadroom", _flag),
+            held_queue=_read(d, "heldQueue", _flag),
             steady_since=_read(d, "steadySince", _optional),
             work_per_request=_read(d, "workPerRequest", _optional),
             last_tick=_read(d, "lastTick", _optional),

@@ -111,7 +111,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
              backlog: float, kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
              previous_load_factor: float, previous_settled_since: float | None,
              previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
-             now: float, offered: float = 0.0, previous_beyond: bool = False) -> Capacity:
+             now: float, offered: float = 0.0, previous_beyond: bool = False, queue_held: bool = False) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
@@ -122,7 +122,8 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     # few are always waiting), and served/ready under it is a utilisation, not a capacity.
     throughput_bound = (kv is not None and kv >= SATURATED_KV) or (
         saturated and backlog >= policy.slo.queue_budget_seconds * served)
-    stats = previous.observe(cap, served, ready) if throughput_bound and learn else previous
+    # A backlog the engines that took it hold keeps most replicas idle: their service is no capacity.
+    stats = previous.observe(cap, served, ready) if throughput_bound and learn and not queue_held else previous
     # A queue left from before the fleet reached its size drains through the next windows and its requests
     # miss at whatever load the grown fleet carries: the steady clock starts only once no such queue stands.
     steady = not replicas.starting and ready >= replicas.desired > 0

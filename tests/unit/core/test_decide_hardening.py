@@ -231,6 +231,7 @@ def test_non_finite_clock_writes_nothing() -> None:
     ("decisions", 7), ("panicUntil", "soon"), ("panicUntil", True), ("lastWaiting", [1.0]),
     ("capacity", [float("inf")]), ("lastGrowth", "x"), ("lastTick", [1]), ("coldStart", [1, 2]),
     ("burstHeld", [[1.0, -3]]), ("burstHeld", "x"), ("beyondHeadroom", "yes"), ("beyondHeadroom", 1),
+    ("heldQueue", "no"), ("heldQueue", 0),
 ])
 def test_corrupt_stored_state_raises_a_value_error_naming_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"coreState.{field}"):
@@ -241,6 +242,12 @@ def test_an_episode_past_the_feedbacks_reach_survives_a_restart() -> None:
     stored = json.loads(json.dumps(replace(CoreState(), beyond_headroom=True).to_dict()))
     assert CoreState.from_dict(stored).beyond_headroom
     assert not CoreState.from_dict({}).beyond_headroom  # a state written before the field existed
+
+
+def test_a_held_queue_episode_survives_a_restart() -> None:
+    stored = json.loads(json.dumps(replace(CoreState(), held_queue=True).to_dict()))
+    assert CoreState.from_dict(stored).held_queue
+    assert not CoreState.from_dict({}).held_queue  # a state written before the field existed
 
 
 def test_stored_cold_start_samples_that_are_not_durations_are_dropped() -> None:

@@ -40,6 +40,13 @@ class CapacityStats:
             return self
         return CapacityStats((*self.samples, factor)[-MAX_SAMPLES:])
 
+    def measured(self, spec: CapacitySpec) -> float | None:
+        """`factor` once enough samples were measured, else None: a prior is no measurement unless the policy
+        says it is (`learn: false` takes the stated capacity as measured)."""
+        if not spec.learn:
+            return 1.0
+        return self.factor(spec) if len(self.samples) >= MIN_SAMPLES else None
+
     def factor(self, spec: CapacitySpec) -> float:
         """Learned capacity as a factor of the prior: robust (median), shrunk to 1, and bounded."""
         if not spec.learn or len(self.samples) < MIN_SAMPLES:

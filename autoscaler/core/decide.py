@@ -24,7 +24,7 @@ from autoscaler.core.stages.capacity import Capacity, capacity, untested_floor
 from autoscaler.core.stages.demand import Demand, demand
 from autoscaler.core.stages.feasibility import feasibility
 from autoscaler.core.stages.hedge import Hedge, bursting, hedge
-from autoscaler.core.stages.held_queue import HeldQueue, held_queue
+from autoscaler.core.stages.held_queue import HeldQueue, held_queue, idle_beside_backlog
 from autoscaler.core.stages.leaving import surge
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import Panic, panic
@@ -125,10 +125,13 @@ def decide(
         return _missing_metrics(policy, state, now, current, floor, top, lead, r, signals)
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
+    # Service beside a backlog the engines hold (or on their way to it) is no throughput sample.
+    idle = not r.unknown and idle_beside_backlog(policy, dm, replicas.ready, r.kv_cache_usage,
+                                                 state.capacity.measured(policy.capacity))
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
                   state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
                   state.slo_budget, now - prev_tick if prev_tick is not None else 0.0, now, dm.offered,
-                  state.beyond_headroom, state.held_queue)
+                  state.beyond_headroom, state.held_queue or idle)
     cfg = forecast_cfg or forecast_config(policy)
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
@@ -143,8 +146,8 @@ def decide(
     ttft_p90 = None if prefill_bound(policy, signals, policy.metrics.staleness_seconds) else r.ttft_p90_seconds
     pn = panic(policy, r.queue_time_p90_seconds, ttft_p90, state.panic_until, now)
     # A backlog the engines hold is not drained by more replicas: what the fleet serves now is the need.
-    hq = held_queue(policy, dm, replicas, r.kv_cache_usage, cp.throughput, cp.usable, r.queue_time_p90_seconds,
-                    state.held_queue, trusted=not r.unknown)
+    hq = held_queue(policy, dm, replicas, r.kv_cache_usage, cp.stats.measured(policy.capacity), cp.usable,
+                    r.queue_time_p90_seconds, state.held_queue, trusted=not r.unknown)
     if hq.active:
         re = replace(re, replicas=min(re.replicas, hq.cap))
         hg = replace(hg, replicas=min(hg.replicas, hq.cap))

@@ -15,6 +15,8 @@ and never looks like that. Once seen, the episode lasts while the backlog stands
 While it lasts, the replicas for the backlog (the reactive drain, the burst hedge) are capped at what the
 fleet serves now (the arrivals and the holders' drain) at the planned load per replica, a queue time over
 the SLO does not hold a scale-down, and the throughput served is no capacity sample (most replicas idle).
+The service beside such a backlog is no throughput sample even while replicas are still starting
+(`idle_beside_backlog`): with most replicas idle, served/ready says nothing of what one replica drains.
 """
 
 from __future__ import annotations
@@ -46,14 +48,27 @@ def backlog_stands(policy: PolicySpec, dm: Demand) -> bool:
     return dm.waiting >= 1.0 and dm.backlog >= policy.slo.queue_budget_seconds * max(dm.served, 0.0)
 
 
-def held_queue(policy: PolicySpec, dm: Demand, replicas: ReplicaCounts, kv: float | None, throughput: float,
-               usable: float, queue_time_p90: float | None, previous: bool, trusted: bool) -> HeldQueue:
+def idle_beside_backlog(policy: PolicySpec, dm: Demand, ready: int, kv: float | None,
+                        throughput: float | None) -> bool:
+    """A real backlog that shrank this tick beside ready replicas serving under HELD_SHARE of what they drain
+    at their measured pace (`throughput`, a factor of the prior; None until measured), with the KV cache
+    short of full: the queue is on some of the replicas only. Against the prior alone it is never judged:
+    a replica slower than its prior on this token mix (azure-code's long prompts) looks just like that."""
+    kv_full = kv is not None and kv >= SATURATED_KV
+    return (throughput is not None and not kv_full and ready > 0 and dm.growth < 0 and backlog_stands(policy, dm)
+            and dm.served < HELD_SHARE * ready * throughput)
+
+
+def held_queue(policy: PolicySpec, dm: Demand, replicas: ReplicaCounts, kv: float | None,
+               throughput: float | None, usable: float, queue_time_p90: float | None, previous: bool,
+               trusted: bool) -> HeldQueue:
     """Whether the standing backlog is held by the engines that took it (see the module docstring).
 
-    `throughput`: what a ready replica drains a queue at (a factor of the prior); `usable`: the planned
-    load per replica; `queue_time_p90`: the queue time reported (at finish, so it lags the queue);
-    `previous`: whether the last tick saw the episode. The episode ends once the queue grows, the KV cache
-    fills, or the backlog is gone and the queue time its requests report is back within the budget."""
+    `throughput`: what a ready replica drains a queue at (a factor of the prior; None until measured,
+    `CapacityStats.measured`); `usable`: the planned load per replica; `queue_time_p90`: the queue time
+    reported (at finish, so it lags the queue); `previous`: whether the last tick saw the episode. The
+    episode ends once the queue grows, the KV cache fills, or the backlog is gone and the queue time its
+    requests report is back within the budget."""
     kv_full = kv is not None and kv >= SATURATED_KV
     growing = dm.offered > dm.served  # growth seen over two ticks (demand.confirmed)
     if not trusted or kv_full or growing or replicas.ready <= 0:
@@ -63,6 +78,5 @@ def held_queue(policy: PolicySpec, dm: Demand, replicas: ReplicaCounts, kv: floa
         lagging = queue_time_p90 is not None and queue_time_p90 > policy.slo.queue_budget_seconds
         active = stands or lagging
     else:
-        active = (stands and not replicas.starting and dm.growth < 0
-                  and dm.served < HELD_SHARE * replicas.ready * throughput)
+        active = not replicas.starting and idle_beside_backlog(policy, dm, replicas.ready, kv, throughput)
     return HeldQueue(True, replicas_for(dm.served, usable)) if active else HeldQueue(False, 0)

@@ -99,3 +99,29 @@ def test_the_service_of_a_held_backlog_is_no_throughput_sample() -> None:
 
     assert cap(False).stats.samples == (SERVED / 60,)  # a real queue: served/ready is taken as throughput
     assert cap(True).stats.samples == ()
+
+
+def test_service_beside_a_shrinking_backlog_is_no_throughput_sample_even_while_replicas_start() -> None:
+    pol = policy(capacity={"learn": True}, forecast={"enabled": False})
+    measured = CapacityStats((1.0,) * 8)  # a replica was seen to drain 1 work unit under a queue
+    state = CoreState(last_waiting=(985.0, 6000.0), capacity=measured)
+    starting = tuple(StartingReplica("scheduling", 10.0) for _ in range(5))
+
+    def tick(served: float):
+        return decide(pol, _sig_starting(served, starting), state, 1000.0).state
+
+    # 13 work units on 60 ready replicas beside a shrinking backlog: most replicas idle, no sample
+    idle = tick(SERVED)
+    assert idle.capacity == measured and not idle.held_queue  # replicas starting: no episode either
+    # the same backlog with every ready replica busy is a sample of what one drains
+    assert tick(59.0).capacity.samples[-1] == 59.0 / 60
+    # before any throughput was measured, slow service is how the first samples are taken
+    assert decide(pol, _sig_starting(SERVED, starting), replace(state, capacity=CapacityStats()),
+                  1000.0).state.capacity.samples == (SERVED / 60,)
+    # a full KV cache bounds the pace: the slow service is then what a replica drains
+    full = replace(_sig_starting(SERVED, starting), kv_cache_usage=Measured(0.97, 5.0))
+    assert decide(pol, full, state, 1000.0).state.capacity.samples[-1] == SERVED / 60
+
+
+def _sig_starting(served: float, starting: tuple[StartingReplica, ...]):
+    return replace(_sig(5000.0, served), replicas=ReplicaCounts(desired=65, ready=60, starting=starting))

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.core.signals import ReplicaCounts
+from autoscaler.core.stages.capacity import SATURATED_KV  # a full KV cache bounds the pace: no evidence then
 from autoscaler.core.stages.demand import Demand
 from autoscaler.core.stages.sizing import replicas_for
 from autoscaler.policy import PolicySpec
@@ -31,7 +32,6 @@ from autoscaler.policy import PolicySpec
 # A fleet draining a backlog every replica can take from serves at its full pace; under this share of it,
 # most replicas are idle beside the queue.
 HELD_SHARE = 0.5
-SATURATED_KV = 0.95  # a full KV cache bounds the pace below the measured one: no evidence then
 
 
 @dataclass(frozen=True, slots=True)

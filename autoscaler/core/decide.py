@@ -126,8 +126,7 @@ def decide(
 
     dm = demand(policy, r, state.work_per_request, state.last_waiting, state.last_growth, now)
     # Service beside a backlog the engines hold (or on their way to it) is no throughput sample.
-    idle = not r.unknown and idle_beside_backlog(policy, dm, replicas.ready, r.kv_cache_usage,
-                                                 state.capacity.measured(policy.capacity))
+    idle = not r.unknown and idle_beside_backlog(policy, dm, replicas.ready, r.kv_cache_usage, state.capacity)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
                   state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
                   state.slo_budget, now - prev_tick if prev_tick is not None else 0.0, now, dm.offered,
@@ -146,8 +145,8 @@ def decide(
     ttft_p90 = None if prefill_bound(policy, signals, policy.metrics.staleness_seconds) else r.ttft_p90_seconds
     pn = panic(policy, r.queue_time_p90_seconds, ttft_p90, state.panic_until, now)
     # A backlog the engines hold is not drained by more replicas: what the fleet serves now is the need.
-    hq = held_queue(policy, dm, replicas, r.kv_cache_usage, cp.stats.measured(policy.capacity), cp.usable,
-                    r.queue_time_p90_seconds, state.held_queue, trusted=not r.unknown)
+    hq = held_queue(policy, dm, replicas, r.kv_cache_usage, cp.stats, cp.usable, r.queue_time_p90_seconds,
+                    state.held_queue, trusted=not r.unknown)
     if hq.active:
         re = replace(re, replicas=min(re.replicas, hq.cap))
         hg = replace(hg, replicas=min(hg.replicas, hq.cap))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.signals import ReplicaCounts
 from autoscaler.core.stages.capacity import SATURATED_KV  # a full KV cache bounds the pace: no evidence then
 from autoscaler.core.stages.demand import Demand
@@ -49,34 +50,33 @@ def backlog_stands(policy: PolicySpec, dm: Demand) -> bool:
 
 
 def idle_beside_backlog(policy: PolicySpec, dm: Demand, ready: int, kv: float | None,
-                        throughput: float | None) -> bool:
+                        stats: CapacityStats) -> bool:
     """A real backlog that shrank this tick beside ready replicas serving under HELD_SHARE of what they drain
-    at their measured pace (`throughput`, a factor of the prior; None until measured), with the KV cache
-    short of full: the queue is on some of the replicas only. Against the prior alone it is never judged:
-    a replica slower than its prior on this token mix (azure-code's long prompts) looks just like that."""
-    kv_full = kv is not None and kv >= SATURATED_KV
-    return (throughput is not None and not kv_full and ready > 0 and dm.growth < 0 and backlog_stands(policy, dm)
-            and dm.served < HELD_SHARE * ready * throughput)
+    at their measured pace (`stats.measured`, a factor of the prior), with the KV cache short of full: the
+    queue is on some of the replicas only. Against the prior alone it is never judged: a replica slower
+    than its prior on this token mix (azure-code's long prompts) looks just like that. The pace is read
+    last, only on the rare tick that passes the rest."""
+    if (kv is not None and kv >= SATURATED_KV) or ready <= 0 or not dm.growth < 0 or not backlog_stands(policy, dm):
+        return False
+    pace = stats.measured(policy.capacity)
+    return pace is not None and dm.served < HELD_SHARE * ready * pace
 
 
-def held_queue(policy: PolicySpec, dm: Demand, replicas: ReplicaCounts, kv: float | None,
-               throughput: float | None, usable: float, queue_time_p90: float | None, previous: bool,
-               trusted: bool) -> HeldQueue:
+def held_queue(policy: PolicySpec, dm: Demand, replicas: ReplicaCounts, kv: float | None, stats: CapacityStats,
+               usable: float, queue_time_p90: float | None, previous: bool, trusted: bool) -> HeldQueue:
     """Whether the standing backlog is held by the engines that took it (see the module docstring).
 
-    `throughput`: what a ready replica drains a queue at (a factor of the prior; None until measured,
-    `CapacityStats.measured`); `usable`: the planned load per replica; `queue_time_p90`: the queue time
-    reported (at finish, so it lags the queue); `previous`: whether the last tick saw the episode. The
-    episode ends once the queue grows, the KV cache fills, or the backlog is gone and the queue time its
-    requests report is back within the budget."""
+    `stats`: what a ready replica was measured to drain a queue at (`idle_beside_backlog`); `usable`: the
+    planned load per replica; `queue_time_p90`: the queue time reported (at finish, so it lags the queue);
+    `previous`: whether the last tick saw the episode. The episode ends once the queue grows, the KV cache
+    fills, or the backlog is gone and the queue time its requests report is back within the budget."""
     kv_full = kv is not None and kv >= SATURATED_KV
     growing = dm.offered > dm.served  # growth seen over two ticks (demand.confirmed)
     if not trusted or kv_full or growing or replicas.ready <= 0:
         return HeldQueue(False, 0)
-    stands = backlog_stands(policy, dm)
     if previous:
         lagging = queue_time_p90 is not None and queue_time_p90 > policy.slo.queue_budget_seconds
-        active = stands or lagging
+        active = backlog_stands(policy, dm) or lagging
     else:
-        active = not replicas.starting and idle_beside_backlog(policy, dm, replicas.ready, kv, throughput)
+        active = not replicas.starting and idle_beside_backlog(policy, dm, replicas.ready, kv, stats)
     return HeldQueue(True, replicas_for(dm.served, usable)) if active else HeldQueue(False, 0)

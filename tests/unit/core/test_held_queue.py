@@ -16,7 +16,7 @@ from autoscaler.core.stages.sizing import replicas_for
 
 from .helpers import policy, signals
 
-POL = policy()  # 1-s queue budget (the helper's 2-s TTFT SLO), throughput at the prior (1 per replica)
+POL = policy(capacity={"learn": True})  # 1-s queue budget (the helper's 2-s TTFT SLO)
 SERVED = 13.0
 
 
@@ -26,10 +26,12 @@ def _dm(waiting: float = 5000.0, served: float = SERVED, offered: float | None =
 
 
 def _held(dm: Demand, ready: int = 60, starting: int = 0, kv: float | None = 0.3, q90: float | None = 30.0,
-          previous: bool = False, trusted: bool = True, throughput: float = 1.0):
+          previous: bool = False, trusted: bool = True, throughput: float = 1.0, stats: CapacityStats | None = None):
     reps = ReplicaCounts(desired=ready + starting, ready=ready,
                          starting=tuple(StartingReplica("scheduling", 10.0) for _ in range(starting)))
-    return held_queue(POL, dm, reps, kv, throughput, 0.5, q90, previous, trusted)
+    # a replica measured to drain `throughput` (64 samples: shrunk a little towards the prior's 1)
+    stats = CapacityStats((throughput,) * 64) if stats is None else stats
+    return held_queue(POL, dm, reps, kv, stats, 0.5, q90, previous, trusted)
 
 
 def test_a_shrinking_backlog_beside_idle_replicas_is_held_and_caps_at_what_the_fleet_serves() -> None:
@@ -49,7 +51,8 @@ def test_no_episode_begins_without_the_evidence() -> None:
     assert not _held(_dm(), trusted=False).active  # stale or implausible signals are no evidence
     assert not _held(_dm(waiting=100.0)).active  # 10 work units: under 1 s of the fleet's service
     assert not _held(_dm(), ready=0).active
-    assert not _held(_dm(), ready=40, throughput=0.6).active  # 13 of 24 is over half the pace
+    assert not _held(_dm(), ready=40, throughput=0.6).active  # 13 of 40 × 0.63 is over half the pace
+    assert not _held(_dm(), stats=CapacityStats()).active  # no pace measured: the prior judges nothing
 
 
 def test_an_episode_lasts_while_the_backlog_stands_or_its_queue_time_lags() -> None:

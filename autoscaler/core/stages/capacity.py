@@ -111,7 +111,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
              backlog: float, kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
              previous_load_factor: float, previous_settled_since: float | None,
              previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
-             now: float, offered: float = 0.0, previous_beyond: bool = False, queue_held: bool = False) -> Capacity:
+             now: float, offered: float, previous_beyond: bool, queue_held: bool) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready

@@ -36,7 +36,8 @@ class CoreState:
     coldstart: ColdStartStats = field(default_factory=ColdStartStats)
     capacity: CapacityStats = field(default_factory=CapacityStats)
     slo_capacity: SloCapacity = field(default_factory=SloCapacity)  # windows and misses per load bin
-    last_waiting: tuple[float, float] | None = None  # (time, waiting sequences)
+    # (time, waiting sequences) read over the last rate window and one tick, oldest first (stages/demand.py).
+    recent_waiting: tuple[tuple[float, float], ...] = ()
     last_growth: float = 0.0  # queue growth (sequences/s) seen at the previous tick
     load_factor: float = 1.0  # SLO feedback on the load planned per replica (>1: less load, <1: more)
     slo_budget: SloBudget = field(default_factory=SloBudget)  # every window's requests and misses, faded
@@ -65,7 +66,7 @@ class CoreState:
             "capacity": [round(x, 4) for x in self.capacity.samples],
             "sloCapacity": self.slo_capacity.to_list(),
             "sloBudget": self.slo_budget.to_list(),
-            "lastWaiting": list(self.last_waiting) if self.last_waiting else None,
+            "recentWaiting": [[round(t, 3), round(w, 3)] for t, w in self.recent_waiting],
             "lastGrowth": round(self.last_growth, 4),
             "loadFactor": round(self.load_factor, 4),
             "settledSince": self.settled_since,
@@ -106,7 +107,7 @@ class CoreState:
             capacity=_read(d, "capacity", lambda v: CapacityStats(tuple(_number(x) for x in v or ()))),
             slo_capacity=_read(d, "sloCapacity", SloCapacity.from_list),
             slo_budget=_read(d, "sloBudget", SloBudget.from_list),
-            last_waiting=_read(d, "lastWaiting", lambda v: (_number(v[0]), _number(v[1])) if v else None),
+            recent_waiting=_recent_waiting(d),
             last_growth=_read(d, "lastGrowth", lambda v: _number(v or 0.0)),
             load_factor=_positive(d.get("loadFactor"), 1.0),
             settled_since=_read(d, "settledSince", _optional),
@@ -120,6 +121,13 @@ class CoreState:
 
 
 _T = TypeVar("_T")
+
+
+def _recent_waiting(d: dict[str, Any]) -> tuple[tuple[float, float], ...]:
+    """`recentWaiting`, or the one sample a state written before it kept (`lastWaiting`)."""
+    if "recentWaiting" not in d and d.get("lastWaiting"):
+        return (_read(d, "lastWaiting", lambda v: (_number(v[0]), _number(v[1]))),)
+    return _read(d, "recentWaiting", lambda v: tuple((_number(t), _number(w)) for t, w in v or ()))
 
 
 def _read(d: dict[str, Any], key: str, reader: Callable[[Any], _T]) -> _T:

@@ -1,10 +1,18 @@
-"""Demand: offered work = served work + confirmed backlog growth; the backlog itself in work units.
+"""Demand: offered work = served work + the queue's change; the backlog itself in work units.
 
-Served throughput hides demand once replicas saturate, so a queue that grew over two intervals in a
-row is added as demand; one that shrank over two is subtracted (draining it is service for requests
-offered before, not new demand: counted as demand, the forecaster would learn the drain's pace as a
-level). A one-scrape spike is a burst already absorbed by the queue (it shows up in the backlog);
-extrapolating it over a cold start would order replicas that arrive after it drained.
+Served throughput hides demand once replicas saturate. What arrived is what was served plus what the
+queue gained, both over the same span: the served work is a rate over the metrics' rate window (60 s), so
+the queue's change is taken over that window too (`window_change`). A queue that shrank over it was
+served for requests offered before, not new demand (counted as demand, the forecaster would learn the
+drain's pace as a level). Taken over one tick instead, the change disagrees with the window's service
+whenever either moves: as replicas come up under a standing backlog, the window still holds the small
+fleet's service while one tick's drain is already the large fleet's, and their sum fell to under half of
+what arrived (flash-crowd, docs/benchmarks.md, decision change R).
+
+A queue growing over two ticks in a row is added at once at its one-tick pace when that is faster than
+the window's (a burst is answered within a tick, not a window). A one-scrape spike is a burst already
+absorbed by the queue (it shows up in the backlog); extrapolating its one-tick pace over a cold start
+would order replicas that arrive after it drained.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.core.capacity import work_rate
+from autoscaler.core.slo_budget import RATE_WINDOW_SECONDS
 from autoscaler.core.stages.readings import Readings
 from autoscaler.policy import CapacitySpec, PolicySpec
 
@@ -48,14 +57,36 @@ def work_per_request(cap: CapacitySpec, previous: float | None, served: float, r
     return wpr if wpr is not None else work_rate(cap, DEFAULT_PROMPT_TOKENS, DEFAULT_GENERATION_TOKENS)
 
 
-def queue_growth(last_waiting: tuple[float, float] | None, waiting: float, now: float, interval: float) -> float:
+def queue_growth(recent: tuple[tuple[float, float], ...], waiting: float, now: float, interval: float) -> float:
     """Sequences/s the queue grew (negative: shrank) since the previous sample, if that sample is recent
     (else 0)."""
-    if last_waiting is None:
+    if not recent:
         return 0.0
-    t0, w0 = last_waiting
+    t0, w0 = recent[-1]
     dt = now - t0
     return (waiting - w0) / dt if 0 < dt <= 4 * interval else 0.0
+
+
+def window_change(recent: tuple[tuple[float, float], ...], waiting: float, now: float,
+                  interval: float) -> float | None:
+    """Sequences/s the queue grew (negative: shrank) over the rate window: since the oldest sample within half
+    a tick of a window old (None: no such sample, as in the first minute after a start or a gap)."""
+    lo, hi = RATE_WINDOW_SECONDS - 0.5 * interval, RATE_WINDOW_SECONDS + 0.5 * interval
+    oldest = next(((t, w) for t, w in recent if now - t > 0 and lo <= now - t <= hi), None)
+    if oldest is None:
+        return None
+    t0, w0 = oldest
+    return (waiting - w0) / (now - t0)
+
+
+def remember_waiting(recent: tuple[tuple[float, float], ...], waiting: float | None, now: float,
+                     interval: float) -> tuple[tuple[float, float], ...]:
+    """The samples `window_change` needs at the next tick: this one and those within a rate window and a
+    tick of it (none when `waiting` was not read: a gap starts the window afresh)."""
+    if waiting is None:
+        return ()
+    keep = RATE_WINDOW_SECONDS + interval
+    return (*((t, w) for t, w in recent if 0 <= now - t <= keep), (now, waiting))
 
 
 def confirmed(growth: float, last_growth: float) -> float:
@@ -67,7 +98,16 @@ def confirmed(growth: float, last_growth: float) -> float:
     return 0.0
 
 
-def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, last_waiting: tuple[float, float] | None,
+def change_of(growth: float, last_growth: float, window: float | None, waiting: float) -> float:
+    """The queue's change demand counts (sequences/s): the rate window's, or a confirmed one-tick growth when
+    that is faster; without a window's sample, the confirmed one-tick change (none once the queue is empty)."""
+    tick = confirmed(growth, last_growth)
+    if window is None:
+        return 0.0 if tick < 0 and waiting <= 0 else tick
+    return max(tick, window) if tick > 0 else window
+
+
+def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, recent: tuple[tuple[float, float], ...],
            last_growth: float, now: float) -> Demand:
     """Demand from fresh token rates (`r.demand_known` must hold)."""
     assert r.prompt_tokens_rate is not None and r.generation_tokens_rate is not None
@@ -76,13 +116,10 @@ def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, last_wai
     known = r.waiting is not None
     waiting = max(0.0, r.waiting) if r.waiting is not None else 0.0
     wpr = work_per_request(cap, previous_wpr, served, r.request_rate)
-    growth = queue_growth(last_waiting, waiting, now, policy.interval_seconds) if known else 0.0
+    interval = policy.interval_seconds
+    growth = queue_growth(recent, waiting, now, interval) if known else 0.0
+    window = window_change(recent, waiting, now, interval) if known else None
     # A draining queue is served work that was offered earlier: what arrives now is the service minus it.
-    # The drain is read over one tick and the service over the rate window, so at most half the service is
-    # taken for the drain.
-    # Once the queue is empty the drain is over: what is served now is what arrives.
-    change = confirmed(growth, last_growth)
-    if change < 0 and waiting <= 0:
-        change = 0.0
-    offered = max(DRAIN_SHARE_LIMIT * served, served + change * wpr)
+    # At most half the service is taken for a drain (the two rates are read from separate scrapes).
+    offered = max(DRAIN_SHARE_LIMIT * served, served + change_of(growth, last_growth, window, waiting) * wpr)
     return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr)

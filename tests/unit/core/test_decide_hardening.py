@@ -231,11 +231,20 @@ def test_non_finite_clock_writes_nothing() -> None:
     ("decisions", 7), ("panicUntil", "soon"), ("panicUntil", True), ("lastWaiting", [1.0]),
     ("capacity", [float("inf")]), ("lastGrowth", "x"), ("lastTick", [1]), ("coldStart", [1, 2]),
     ("burstHeld", [[1.0, -3]]), ("burstHeld", "x"), ("beyondHeadroom", "yes"), ("beyondHeadroom", 1),
-    ("heldQueue", "no"), ("heldQueue", 0),
+    ("heldQueue", "no"), ("heldQueue", 0), ("recentWaiting", [[1.0]]), ("recentWaiting", [[1.0, "x"]]),
+    ("recentWaiting", 3),
 ])
 def test_corrupt_stored_state_raises_a_value_error_naming_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"coreState.{field}"):
         CoreState.from_dict({field: value})
+
+
+def test_the_queue_window_survives_a_restart_and_a_state_from_before_it_reads() -> None:
+    recent = ((940.0, 600.0), (955.0, 420.5))
+    stored = json.loads(json.dumps(replace(CoreState(), recent_waiting=recent).to_dict()))
+    assert CoreState.from_dict(stored).recent_waiting == recent
+    assert CoreState.from_dict({"lastWaiting": [985.0, 40.0]}).recent_waiting == ((985.0, 40.0),)
+    assert CoreState.from_dict({"lastWaiting": None}).recent_waiting == ()
 
 
 def test_an_episode_past_the_feedbacks_reach_survives_a_restart() -> None:

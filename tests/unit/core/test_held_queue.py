@@ -74,7 +74,7 @@ def _sig(waiting: float, served: float, q90: float = 30.0):
 
 def test_decide_neither_drains_nor_panics_for_a_held_backlog_but_does_for_a_shared_one() -> None:
     pol = policy(forecast={"enabled": False})
-    state = CoreState(last_waiting=(985.0, 6000.0))
+    state = CoreState(recent_waiting=((985.0, 6000.0),))
     held = decide(pol, _sig(5000.0, SERVED), state, 1000.0)
     assert held.state.held_queue and not held.decision.panic
     cap = held.decision.components["held_queue_cap"]
@@ -107,7 +107,7 @@ def test_the_service_of_a_held_backlog_is_no_throughput_sample() -> None:
 def test_service_beside_a_shrinking_backlog_is_no_throughput_sample_even_while_replicas_start() -> None:
     pol = policy(capacity={"learn": True}, forecast={"enabled": False})
     measured = CapacityStats((1.0,) * 8)  # a replica was seen to drain 1 work unit under a queue
-    state = CoreState(last_waiting=(985.0, 6000.0), capacity=measured)
+    state = CoreState(recent_waiting=((985.0, 6000.0),), capacity=measured)
     starting = tuple(StartingReplica("scheduling", 10.0) for _ in range(5))
 
     def tick(served: float):

@@ -15,7 +15,14 @@ from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
 from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity, learned_floor, untested_floor
-from autoscaler.core.stages.demand import DEFAULT_GENERATION_TOKENS, demand, queue_growth, work_per_request
+from autoscaler.core.stages.demand import (
+    DEFAULT_GENERATION_TOKENS,
+    demand,
+    queue_growth,
+    remember_waiting,
+    window_change,
+    work_per_request,
+)
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import panic
 from autoscaler.core.stages.predictive import predictive
@@ -52,37 +59,70 @@ def test_work_per_request_starts_at_the_default_request_and_follows_an_ema() -> 
 
 
 def test_queue_growth_needs_a_recent_previous_sample() -> None:
-    assert queue_growth((100.0, 10.0), 40.0, 110.0, 15.0) == 3.0
-    assert queue_growth((100.0, 40.0), 10.0, 110.0, 15.0) == -3.0  # a draining queue
-    assert queue_growth((100.0, 10.0), 40.0, 100.0 + 61.0, 15.0) == 0.0  # too old
-    assert queue_growth((100.0, 10.0), 40.0, 90.0, 15.0) == 0.0  # clock went backwards
-    assert queue_growth(None, 40.0, 110.0, 15.0) == 0.0
+    assert queue_growth(((100.0, 10.0),), 40.0, 110.0, 15.0) == 3.0
+    assert queue_growth(((100.0, 40.0),), 10.0, 110.0, 15.0) == -3.0  # a draining queue
+    assert queue_growth(((100.0, 10.0),), 40.0, 100.0 + 61.0, 15.0) == 0.0  # too old
+    assert queue_growth(((100.0, 10.0),), 40.0, 90.0, 15.0) == 0.0  # clock went backwards
+    assert queue_growth((), 40.0, 110.0, 15.0) == 0.0
 
 
 def test_a_queue_draining_over_two_intervals_is_not_demand() -> None:
     pol = policy()
     r = read(pol, signals(work=4.0, desired=4, waiting=10.0, request_rate=40.0))
-    draining = demand(pol, r, 0.1, (985.0, 40.0), -1.0, 1000.0)  # 40 -> 10 waiting in 15 s, after -1/s
+    draining = demand(pol, r, 0.1, ((985.0, 40.0),), -1.0, 1000.0)  # 40 -> 10 waiting in 15 s, after -1/s
     assert draining.growth == -2.0 and draining.offered == pytest.approx(4.0 - 1.0 * draining.work_per_request)
     # Growth and shrinkage that disagree confirm nothing; at most half the service is taken for a drain (the
     # two are read over different windows).
-    assert demand(pol, r, 0.1, (985.0, 40.0), 1.0, 1000.0).offered == 4.0
-    fast = demand(pol, r, 0.1, (985.0, 4000.0), -500.0, 1000.0)
+    assert demand(pol, r, 0.1, ((985.0, 40.0),), 1.0, 1000.0).offered == 4.0
+    fast = demand(pol, r, 0.1, ((985.0, 4000.0),), -500.0, 1000.0)
     assert fast.offered == pytest.approx(0.5 * fast.served)
     # An emptied queue: the drain is over, the service is the demand.
     done = demand(pol, read(pol, signals(work=4.0, desired=4, waiting=0.0, request_rate=40.0)), 0.1,
-                  (985.0, 30.0), -1.0, 1000.0)
+                  ((985.0, 30.0),), -1.0, 1000.0)
     assert done.growth == -2.0 and done.offered == 4.0
 
 
 def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -> None:
     pol = policy()
     r = read(pol, signals(work=4.0, desired=4, waiting=40.0, request_rate=40.0))
-    d = demand(pol, r, 0.1, (985.0, 10.0), 1.0, 1000.0)
+    d = demand(pol, r, 0.1, ((985.0, 10.0),), 1.0, 1000.0)
     assert d.served == 4.0 and d.waiting == 40.0 and d.growth == 2.0
     assert d.offered == 4.0 + min(2.0, 1.0) * d.work_per_request
     assert d.backlog == 40.0 * d.work_per_request
     assert d.explain() == {"offered_work": round(d.offered, 4), "served_work": 4.0, "backlog_work": round(d.backlog, 4)}
+
+
+def test_window_change_reads_the_queue_over_the_rate_window_and_remember_keeps_what_it_needs() -> None:
+    recent = ((880.0, 900.0), (940.0, 600.0), (955.0, 500.0), (970.0, 400.0), (985.0, 300.0))
+    assert window_change(recent, 0.0, 1000.0, 15.0) == -10.0  # 600 -> 0 over the 60 s since 940
+    assert window_change(recent[-1:], 0.0, 1000.0, 15.0) is None  # only a tick: not the service's span
+    assert window_change(((945.0, 550.0),), 0.0, 1000.0, 15.0) == -10.0  # within half a tick of a window
+    assert window_change(((900.0, 10.0),), 0.0, 1000.0, 15.0) is None  # older than a window and half a tick
+    assert window_change((), 0.0, 1000.0, 15.0) is None
+    kept = remember_waiting(recent, 0.0, 1000.0, 15.0)
+    assert kept == (*recent[1:], (1000.0, 0.0))  # 880 is past the window and a tick
+    assert remember_waiting(recent, None, 1000.0, 15.0) == ()  # not read: the window starts afresh
+    assert remember_waiting(((1010.0, 5.0),), 1.0, 1000.0, 15.0) == ((1000.0, 1.0),)  # clock went back
+
+
+def test_demand_subtracts_the_drain_over_the_window_the_service_was_read_over() -> None:
+    """Replicas came up under a standing backlog: the window's service is still the small fleet's while one
+    tick's drain is the large fleet's. Over the window the two agree: arrivals = service + the change."""
+    pol = policy()
+    r = read(pol, signals(work=9.0, desired=30, waiting=14_500.0, request_rate=90.0))
+    recent = ((940.0, 16_600.0), (955.0, 17_400.0), (970.0, 17_400.0), (985.0, 16_000.0))
+    d = demand(pol, r, 0.1, recent, -90.0, 1000.0)
+    assert d.offered == pytest.approx(9.0 + (14_500.0 - 16_600.0) / 60.0 * d.work_per_request)
+    # Over one tick (no sample a window old) the drain would have taken half the service.
+    assert demand(pol, r, 0.1, recent[-1:], -90.0, 1000.0).offered == pytest.approx(4.5)
+    # The drain just ended: the window still served it, so it is still not demand.
+    done = read(pol, signals(work=9.0, desired=30, waiting=0.0, request_rate=90.0))
+    assert demand(pol, done, 0.1, ((940.0, 600.0), (985.0, 5.0)), -1.0, 1000.0).offered == pytest.approx(
+        9.0 - 10.0 * 0.1)
+    # A queue growing over two ticks counts at its one-tick pace when that is faster than the window's.
+    rising = read(pol, signals(work=4.0, desired=4, waiting=400.0, request_rate=40.0))
+    up = demand(pol, rising, 0.1, ((940.0, 0.0), (985.0, 100.0)), 30.0, 1000.0)
+    assert up.growth == 20.0 and up.offered == pytest.approx(4.0 + 20.0 * up.work_per_request)
 
 
 # capacity

@@ -87,6 +87,7 @@ class MetricsView:
             ttft_p90_seconds=rate_fields.get("ttft_p90_seconds", missing),
             ttft_histogram=ttft_hist,
             queue_time_histogram=queue_hist,
+            rate_window_seconds=self.rate_window_seconds,
         )
 
 

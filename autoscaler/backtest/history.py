@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from autoscaler.core.signals import LatencyHistogram
+from autoscaler.core.signals import DEFAULT_RATE_WINDOW_SECONDS, LatencyHistogram
 from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.engines import QUANTILE, SignalName, engine_metrics
 from autoscaler.sources.histogram import latency_histogram, parse_le, quantile_of
@@ -38,6 +38,7 @@ class History:
     queries: int
     # per quantile signal, the histogram behind it at each step (age 0); None = missing
     histograms: dict[SignalName, list[LatencyHistogram | None]] = field(default_factory=dict)
+    window_seconds: float = DEFAULT_RATE_WINDOW_SECONDS  # the rate()/histogram window the queries used
 
     @property
     def times(self) -> np.ndarray:
@@ -135,4 +136,4 @@ def fetch_history(source: RangeSource, policy: ModelScalingPolicy, start: float,
             frame[q.signal] = [np.nan if v is None else v for v in p90]
         elif mine:  # one series per key; were there several, the last would win, as in the live source
             frame[q.signal] = _on_grid(mine[-1][1], start, step_seconds, n)
-    return History(frame, len(plan.queries), histograms)
+    return History(frame, len(plan.queries), histograms, builder.window_seconds)

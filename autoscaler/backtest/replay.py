@@ -158,10 +158,12 @@ def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:
             ours_fleet.advance(t_rel)
             counts = ours_fleet.replica_counts(t_rel)
             sig = replace(with_histograms(load_signals(values), hists), replicas=counts,
+                          rate_window_seconds=history.window_seconds,
                           cluster=ours_fleet.cluster_facts(t_rel), observations=ours_fleet.take_observations(t_rel))
         else:
             sig = replace(with_histograms(load_signals(values, Signals()), hists),
-                          replicas=ReplicaCounts(desired=desired, ready=desired))
+                          replicas=ReplicaCounts(desired=desired, ready=desired),
+                          rate_window_seconds=history.window_seconds)
         result = decide(spec, sig, state, float(times[i]), fcfg)
         state = result.state
         d = result.decision

@@ -62,7 +62,10 @@ def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_s
     t0, t1 = parse_time(start), parse_time(end)
     if t1 <= t0:
         raise click.BadParameter("must be after --start", param_hint="--end")
-    builder = PromQLBuilder(namespace_label=namespace_label or None, window=window)
+    try:
+        builder = PromQLBuilder(namespace_label=namespace_label or None, window=window)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--window") from None
     api = PrometheusRange(prometheus_url, timeout_seconds=timeout)
     try:
         history = fetch_history(api, policy, t0, t1, step_seconds, builder)

@@ -78,7 +78,8 @@ def _own_namespace() -> str:
     "--rate-window",
     default="1m",
     show_default=True,
-    help="PromQL rate()/histogram window; at least 4 scrape intervals (e.g. 1m for a 15 s scrape)",
+    help="rate()/histogram window of both metric sources (PromQL and the direct pod scrape); at least 4 scrape "
+         "intervals (e.g. 1m for a 15 s scrape)",
 )
 @click.option("--metrics-port", type=int, default=8080, show_default=True, help="/metrics port (0: off)")
 @click.option("--health-port", type=int, default=8081, show_default=True, help="/healthz and /readyz port (0: off)")

@@ -8,7 +8,6 @@ The scrape source learns pod addresses from the controller (the target's ready p
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry
@@ -18,7 +17,7 @@ from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.base import MetricsSource
 from autoscaler.sources.failover import FailoverMetricsSource
 from autoscaler.sources.prometheus import PrometheusMetricsSource
-from autoscaler.sources.promql import PromQLBuilder
+from autoscaler.sources.promql import PromQLBuilder, duration_seconds
 from autoscaler.sources.scrape import ScrapeMetricsSource
 from autoscaler.sources.telemetry import REGISTRY
 
@@ -50,9 +49,9 @@ def build_source(prometheus_url: str | None, pod_addresses: Callable[[str], list
                  rate_window: str = "1m", allowed_prometheus_urls: Sequence[str] = ()) -> MetricsSource:
     """`allowed_prometheus_urls`: the URLs a policy's own `spec.metrics.prometheus.url` may name, besides
     `prometheus_url` (any other is refused for that policy: the controller sends no request there)."""
-    if not re.fullmatch(r"[1-9][0-9]*(ms|s|m|h)", rate_window):
-        raise ValueError(f"rate window {rate_window!r} is not a PromQL duration such as 30s or 1m")
-    scrape = ScrapeMetricsSource(lambda policy: pod_addresses(policy.key))
+    window = duration_seconds(rate_window)  # raises ValueError naming the accepted form
+    # Both sources read their rates over the same window, so a failover changes no signal's meaning.
+    scrape = ScrapeMetricsSource(lambda policy: pod_addresses(policy.key), window_seconds=window)
     allowed = [*allowed_prometheus_urls, *([prometheus_url] if prometheus_url else [])]
     prom = PrometheusMetricsSource(prometheus_url or _NO_DEFAULT, builder=PromQLBuilder(window=rate_window),
                                    allowed_urls=allowed)

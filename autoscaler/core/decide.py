@@ -21,7 +21,7 @@ from autoscaler.core.signals import Signals, age_within
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
 from autoscaler.core.stages.burst import BurstHold, burst, hold
 from autoscaler.core.stages.capacity import Capacity, capacity, untested_floor
-from autoscaler.core.stages.demand import Demand, demand, remember_waiting
+from autoscaler.core.stages.demand import Demand, demand
 from autoscaler.core.stages.feasibility import feasibility
 from autoscaler.core.stages.hedge import Hedge, bursting, hedge
 from autoscaler.core.stages.held_queue import HeldQueue, held_queue, idle_beside_backlog
@@ -124,7 +124,8 @@ def decide(
     if not r.demand_known:
         return _missing_metrics(policy, state, now, current, floor, top, lead, r, signals)
 
-    dm = demand(policy, r, state.work_per_request, state.recent_waiting, state.last_growth, now)
+    dm = demand(policy, r, state.work_per_request, state.recent_waiting, state.last_growth, now,
+                signals.rate_window())
     # Service beside a backlog the engines hold (or on their way to it) is no throughput sample.
     idle = not r.unknown and idle_beside_backlog(policy, dm, replicas.ready, r.kv_cache_usage, state.capacity)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
@@ -233,8 +234,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
         capacity=cp.stats,
         slo_capacity=cp.slo,
         steady_since=cp.steady_since,
-        recent_waiting=remember_waiting(state.recent_waiting, dm.waiting if dm.waiting_known else None, now,
-                                        policy.interval_seconds),
+        recent_waiting=dm.recent,
         last_growth=dm.growth,
         load_factor=cp.load_factor,
         slo_budget=cp.budget,

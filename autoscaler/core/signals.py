@@ -42,6 +42,8 @@ def age_within(age_seconds: float, limit_seconds: float) -> bool:
 
 
 MISSING = Measured()
+# The span the rates and latency histograms are taken over, when the source does not say (PromQL `[1m]`).
+DEFAULT_RATE_WINDOW_SECONDS = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,3 +175,10 @@ class Signals:
     replicas: ReplicaCounts | None = None
     cluster: ClusterFacts = ClusterFacts()
     observations: tuple[StageObservation, ...] = field(default_factory=tuple)
+    # The span the source took the rates and histograms over (its rate window: `--rate-window`).
+    rate_window_seconds: float = DEFAULT_RATE_WINDOW_SECONDS
+
+    def rate_window(self) -> float:
+        """`rate_window_seconds` when it is a real span (finite, > 0), else the default minute."""
+        w = self.rate_window_seconds
+        return w if 0.0 < w < math.inf else DEFAULT_RATE_WINDOW_SECONDS

@@ -21,7 +21,6 @@ import math
 from dataclasses import dataclass
 
 HALF_LIFE_SECONDS = 2 * 3600.0
-RATE_WINDOW_SECONDS = 60.0  # the span of the latency histograms a tick reads
 MIN_JUDGED = 2000.0  # requests before the burn speaks: a 1% budget is then 20 misses
 MAX_JUDGED = 1e12  # bounds a restored state
 
@@ -31,15 +30,17 @@ class SloBudget:
     judged: float = 0.0  # requests judged, faded
     missed: float = 0.0  # of those, the ones that missed the SLO, faded
 
-    def observe(self, attained: float | None, requests: float, seconds: float) -> SloBudget:
-        """After `seconds` more: fade, then add the window's requests (`attained`: their SLO share, None
-        when the window was not judged)."""
+    def observe(self, attained: float | None, requests: float, seconds: float, window_seconds: float) -> SloBudget:
+        """After `seconds` more: fade, then add the share of the window's requests those seconds cover
+        (`window_seconds`: the span the latency histograms were taken over; `attained`: their SLO share,
+        None when the window was not judged)."""
         if not seconds > 0 or not math.isfinite(seconds):
             return self
         fade = math.exp(-seconds * math.log(2.0) / HALF_LIFE_SECONDS)
         judged, missed = self.judged * fade, self.missed * fade
         if attained is not None and 0.0 <= attained <= 1.0 and 0 < requests < MAX_JUDGED:
-            w = min(1.0, seconds / RATE_WINDOW_SECONDS) * requests
+            share = seconds / window_seconds if 0.0 < window_seconds < math.inf else 1.0
+            w = min(1.0, share) * requests
             judged, missed = judged + w, missed + w * (1.0 - attained)
         return SloBudget(min(judged, MAX_JUDGED), min(missed, MAX_JUDGED))
 

@@ -26,6 +26,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Final
 
 from prometheus_client import CollectorRegistry
@@ -173,7 +174,8 @@ class PrometheusMetricsSource:
         self._last.keep_only(p.key for p in queryable)
         self.failed_policies = frozenset(failed)
         self.telemetry.collect_seconds.labels(source=self.name).observe(time.perf_counter() - started)
-        return out
+        window = self.builder.window_seconds  # what the rates and histograms were taken over
+        return {k: replace(v, rate_window_seconds=window) for k, v in out.items()}
 
     def pod_inflight(self, p: ModelScalingPolicy, now: float, max_age_seconds: float,
                      pod_label: str = "pod") -> dict[str, Measured]:

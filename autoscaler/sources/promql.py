@@ -97,6 +97,19 @@ class QueryPlan:
     queries: tuple[PlannedQuery, ...]
 
 
+_DURATION = re.compile(r"([1-9][0-9]*)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration_seconds(window: str) -> float:
+    """Seconds in a one-unit PromQL duration such as 30s, 1m or 2h (the rate window the controller takes);
+    raises ValueError naming the accepted form."""
+    m = _DURATION.fullmatch(window)
+    if m is None:
+        raise ValueError(f"rate window {window!r} is not a PromQL duration such as 30s or 1m")
+    return int(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+
+
 class PromQLBuilder:
     """Builds the queries. `namespace_label` is the label the scrape config puts the pod's namespace
     in (None: series carry no namespace and models are matched by name only); `window` is the
@@ -106,6 +119,7 @@ class PromQLBuilder:
                  filter_models: bool = True) -> None:
         self.namespace_label = namespace_label
         self.window = window
+        self.window_seconds = duration_seconds(window)
         self.filter_models = filter_models
 
     def by_labels(self, engine: EngineMetrics) -> tuple[str, ...]:

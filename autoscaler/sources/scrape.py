@@ -19,7 +19,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Final
 
@@ -251,7 +251,7 @@ class ScrapeMetricsSource:
             histograms[signal] = h
             found = Measured(q, h.age_seconds) if h is not None and q is not None else MISSING
             values[signal] = self._checked(signal, found)
-        return with_histograms(load_signals(values), histograms)
+        return replace(with_histograms(load_signals(values), histograms), rate_window_seconds=self.window_seconds)
 
     def pod_inflight(self, policy: ModelScalingPolicy, address: str, now: float) -> Measured:
         """Running + waiting requests of one pod as last scraped for `policy` (`address` as the targets

@@ -134,7 +134,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     attained = slo_attainment(policy, signals, stale)
     # A tick with stale metrics judges nothing; a long gap between ticks fades as if it had judged nothing.
     budget = previous_budget.observe(attained if learn else None, judged(policy, signals),
-                                     min(since_last_tick, 4 * policy.interval_seconds))
+                                     min(since_last_tick, 4 * policy.interval_seconds), signals.rate_window())
     slo = previous_slo
     if (cap.learn and learn and attained is not None and ready > 0 and steady_since is not None
             and now - steady_since >= STEADY_SECONDS):

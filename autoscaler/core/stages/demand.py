@@ -1,7 +1,7 @@
 """Demand: offered work = served work + the queue's change; the backlog itself in work units.
 
 Served throughput hides demand once replicas saturate. What arrived is what was served plus what the
-queue gained, both over the same span: the served work is a rate over the metrics' rate window (60 s), so
+queue gained, both over the same span: the served work is a rate over the metrics' rate window (a minute by default), so
 the queue's change is taken over that window too (`window_change`). A queue that shrank over it was
 served for requests offered before, not new demand (counted as demand, the forecaster would learn the
 drain's pace as a level). Taken over one tick instead, the change disagrees with the window's service
@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.core.capacity import work_rate
-from autoscaler.core.slo_budget import RATE_WINDOW_SECONDS
 from autoscaler.core.stages.readings import Readings
 from autoscaler.policy import CapacitySpec, PolicySpec
 
@@ -35,12 +34,13 @@ MAX_WORK_PER_REQUEST = 600.0  # replica-seconds: ten minutes of a whole replica 
 @dataclass(frozen=True, slots=True)
 class Demand:
     served: float  # work being served now (replica-equivalents at the prior)
-    offered: float  # served + confirmed backlog growth
+    offered: float  # served + the queue's change over the rate window
     backlog: float  # work waiting in the queue
     waiting: float  # sequences waiting, as used (0 when unknown)
     waiting_known: bool  # whether `waiting` was read this tick (else no growth is derived from it)
     growth: float  # queue growth this tick, sequences/s
     work_per_request: float  # replica-seconds per request (EMA)
+    recent: tuple[tuple[float, float], ...] = ()  # the queue samples the next tick's window needs
 
     def explain(self) -> dict[str, float]:
         return {"offered_work": round(self.offered, 4), "served_work": round(self.served, 4),
@@ -67,11 +67,12 @@ def queue_growth(recent: tuple[tuple[float, float], ...], waiting: float, now: f
     return (waiting - w0) / dt if 0 < dt <= 4 * interval else 0.0
 
 
-def window_change(recent: tuple[tuple[float, float], ...], waiting: float, now: float,
-                  interval: float) -> float | None:
-    """Sequences/s the queue grew (negative: shrank) over the rate window: since the oldest sample within half
-    a tick of a window old (None: no such sample, as in the first minute after a start or a gap)."""
-    lo, hi = RATE_WINDOW_SECONDS - 0.5 * interval, RATE_WINDOW_SECONDS + 0.5 * interval
+def window_change(recent: tuple[tuple[float, float], ...], waiting: float, now: float, interval: float,
+                  window: float) -> float | None:
+    """Sequences/s the queue grew (negative: shrank) over the rate window (`window` seconds): since the oldest
+    sample within half a tick of a window old (None: no such sample, as in the first window after a start or
+    a gap)."""
+    lo, hi = window - 0.5 * interval, window + 0.5 * interval
     oldest = next(((t, w) for t, w in recent if now - t > 0 and lo <= now - t <= hi), None)
     if oldest is None:
         return None
@@ -80,12 +81,12 @@ def window_change(recent: tuple[tuple[float, float], ...], waiting: float, now: 
 
 
 def remember_waiting(recent: tuple[tuple[float, float], ...], waiting: float | None, now: float,
-                     interval: float) -> tuple[tuple[float, float], ...]:
+                     interval: float, window: float) -> tuple[tuple[float, float], ...]:
     """The samples `window_change` needs at the next tick: this one and those within a rate window and a
     tick of it (none when `waiting` was not read: a gap starts the window afresh)."""
     if waiting is None:
         return ()
-    keep = RATE_WINDOW_SECONDS + interval
+    keep = window + interval
     return (*((t, w) for t, w in recent if 0 <= now - t <= keep), (now, waiting))
 
 
@@ -108,8 +109,8 @@ def change_of(growth: float, last_growth: float, window: float | None, waiting: 
 
 
 def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, recent: tuple[tuple[float, float], ...],
-           last_growth: float, now: float) -> Demand:
-    """Demand from fresh token rates (`r.demand_known` must hold)."""
+           last_growth: float, now: float, window: float) -> Demand:
+    """Demand from fresh token rates (`r.demand_known` must hold) read over a rate window of `window` seconds."""
     assert r.prompt_tokens_rate is not None and r.generation_tokens_rate is not None
     cap = policy.capacity
     served = work_rate(cap, r.prompt_tokens_rate, r.generation_tokens_rate)
@@ -118,8 +119,9 @@ def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, recent: 
     wpr = work_per_request(cap, previous_wpr, served, r.request_rate)
     interval = policy.interval_seconds
     growth = queue_growth(recent, waiting, now, interval) if known else 0.0
-    window = window_change(recent, waiting, now, interval) if known else None
+    change = window_change(recent, waiting, now, interval, window) if known else None
     # A draining queue is served work that was offered earlier: what arrives now is the service minus it.
     # At most half the service is taken for a drain (the two rates are read from separate scrapes).
-    offered = max(DRAIN_SHARE_LIMIT * served, served + change_of(growth, last_growth, window, waiting) * wpr)
-    return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr)
+    offered = max(DRAIN_SHARE_LIMIT * served, served + change_of(growth, last_growth, change, waiting) * wpr)
+    return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr,
+                  remember_waiting(recent, waiting if known else None, now, interval, window))

@@ -8,18 +8,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.core.slo_budget import HALF_LIFE_SECONDS, MIN_JUDGED, RATE_WINDOW_SECONDS, SloBudget
+from autoscaler.core.slo_budget import HALF_LIFE_SECONDS, MIN_JUDGED, SloBudget
 
 
 def test_a_window_adds_its_requests_weighted_by_the_share_of_the_rate_window_the_tick_covers() -> None:
-    b = SloBudget().observe(0.9, 400.0, 15.0)
-    assert b.judged == pytest.approx(400.0 * 15.0 / RATE_WINDOW_SECONDS) and b.missed == pytest.approx(b.judged * 0.1)
-    assert SloBudget().observe(None, 400.0, 15.0) == SloBudget()  # not judged: nothing added
-    assert b.observe(0.9, 400.0, 0.0) == b and b.observe(0.9, 400.0, math.nan) == b
+    b = SloBudget().observe(0.9, 400.0, 15.0, 60.0)
+    assert b.judged == pytest.approx(400.0 * 15.0 / 60.0) and b.missed == pytest.approx(b.judged * 0.1)
+    # Histograms over two minutes hold twice the requests: a 15-s tick covers an eighth of them.
+    assert SloBudget().observe(0.9, 800.0, 15.0, 120.0).judged == pytest.approx(b.judged)
+    assert SloBudget().observe(None, 400.0, 15.0, 60.0) == SloBudget()  # not judged: nothing added
+    assert b.observe(0.9, 400.0, 0.0, 60.0) == b and b.observe(0.9, 400.0, math.nan, 60.0) == b
+    for nonsense in (0.0, -60.0, math.nan, math.inf):  # no real span: the window's requests, at most
+        assert SloBudget().observe(0.9, 400.0, 15.0, nonsense).judged == pytest.approx(400.0)
 
 
 def test_evidence_halves_over_the_half_life() -> None:
-    b = SloBudget(4000.0, 40.0).observe(None, 0.0, HALF_LIFE_SECONDS)
+    b = SloBudget(4000.0, 40.0).observe(None, 0.0, HALF_LIFE_SECONDS, 60.0)
     assert b.judged == pytest.approx(2000.0) and b.missed == pytest.approx(20.0)
 
 
@@ -46,6 +50,6 @@ def test_stored_form_round_trips_and_bad_rows_name_the_problem() -> None:
 def test_missed_never_exceeds_judged_and_both_stay_finite(steps: list[tuple[float | None, float, float]]) -> None:
     b = SloBudget()
     for attained, requests, seconds in steps:
-        b = b.observe(attained, requests, seconds)
+        b = b.observe(attained, requests, seconds, 60.0)
         assert 0.0 <= b.missed <= b.judged + 1e-9 and math.isfinite(b.judged)
         assert SloBudget.from_list(b.to_list()) is not None

@@ -69,23 +69,23 @@ def test_queue_growth_needs_a_recent_previous_sample() -> None:
 def test_a_queue_draining_over_two_intervals_is_not_demand() -> None:
     pol = policy()
     r = read(pol, signals(work=4.0, desired=4, waiting=10.0, request_rate=40.0))
-    draining = demand(pol, r, 0.1, ((985.0, 40.0),), -1.0, 1000.0)  # 40 -> 10 waiting in 15 s, after -1/s
+    draining = demand(pol, r, 0.1, ((985.0, 40.0),), -1.0, 1000.0, 60.0)  # 40 -> 10 waiting in 15 s, after -1/s
     assert draining.growth == -2.0 and draining.offered == pytest.approx(4.0 - 1.0 * draining.work_per_request)
     # Growth and shrinkage that disagree confirm nothing; at most half the service is taken for a drain (the
     # two are read over different windows).
-    assert demand(pol, r, 0.1, ((985.0, 40.0),), 1.0, 1000.0).offered == 4.0
-    fast = demand(pol, r, 0.1, ((985.0, 4000.0),), -500.0, 1000.0)
+    assert demand(pol, r, 0.1, ((985.0, 40.0),), 1.0, 1000.0, 60.0).offered == 4.0
+    fast = demand(pol, r, 0.1, ((985.0, 4000.0),), -500.0, 1000.0, 60.0)
     assert fast.offered == pytest.approx(0.5 * fast.served)
     # An emptied queue: the drain is over, the service is the demand.
     done = demand(pol, read(pol, signals(work=4.0, desired=4, waiting=0.0, request_rate=40.0)), 0.1,
-                  ((985.0, 30.0),), -1.0, 1000.0)
+                  ((985.0, 30.0),), -1.0, 1000.0, 60.0)
     assert done.growth == -2.0 and done.offered == 4.0
 
 
 def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -> None:
     pol = policy()
     r = read(pol, signals(work=4.0, desired=4, waiting=40.0, request_rate=40.0))
-    d = demand(pol, r, 0.1, ((985.0, 10.0),), 1.0, 1000.0)
+    d = demand(pol, r, 0.1, ((985.0, 10.0),), 1.0, 1000.0, 60.0)
     assert d.served == 4.0 and d.waiting == 40.0 and d.growth == 2.0
     assert d.offered == 4.0 + min(2.0, 1.0) * d.work_per_request
     assert d.backlog == 40.0 * d.work_per_request
@@ -94,15 +94,21 @@ def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -
 
 def test_window_change_reads_the_queue_over_the_rate_window_and_remember_keeps_what_it_needs() -> None:
     recent = ((880.0, 900.0), (940.0, 600.0), (955.0, 500.0), (970.0, 400.0), (985.0, 300.0))
-    assert window_change(recent, 0.0, 1000.0, 15.0) == -10.0  # 600 -> 0 over the 60 s since 940
-    assert window_change(recent[-1:], 0.0, 1000.0, 15.0) is None  # only a tick: not the service's span
-    assert window_change(((945.0, 550.0),), 0.0, 1000.0, 15.0) == -10.0  # within half a tick of a window
-    assert window_change(((900.0, 10.0),), 0.0, 1000.0, 15.0) is None  # older than a window and half a tick
-    assert window_change((), 0.0, 1000.0, 15.0) is None
-    kept = remember_waiting(recent, 0.0, 1000.0, 15.0)
+    assert window_change(recent, 0.0, 1000.0, 15.0, 60.0) == -10.0  # 600 -> 0 over the 60 s since 940
+    assert window_change(recent[-1:], 0.0, 1000.0, 15.0, 60.0) is None  # only a tick: not the service's span
+    assert window_change(((945.0, 550.0),), 0.0, 1000.0, 15.0, 60.0) == -10.0  # within half a tick of a window
+    assert window_change(((900.0, 10.0),), 0.0, 1000.0, 15.0, 60.0) is None  # older than a window and half a tick
+    assert window_change((), 0.0, 1000.0, 15.0, 60.0) is None
+    kept = remember_waiting(recent, 0.0, 1000.0, 15.0, 60.0)
     assert kept == (*recent[1:], (1000.0, 0.0))  # 880 is past the window and a tick
-    assert remember_waiting(recent, None, 1000.0, 15.0) == ()  # not read: the window starts afresh
-    assert remember_waiting(((1010.0, 5.0),), 1.0, 1000.0, 15.0) == ((1000.0, 1.0),)  # clock went back
+    assert remember_waiting(recent, None, 1000.0, 15.0, 60.0) == ()  # not read: the window starts afresh
+    assert remember_waiting(((1010.0, 5.0),), 1.0, 1000.0, 15.0, 60.0) == ((1000.0, 1.0),)  # clock went back
+    # A source with a two-minute rate window (`--rate-window 2m`): the change is read over two minutes.
+    longer = ((875.0, 1200.0), *recent)
+    assert window_change(longer, 0.0, 1000.0, 15.0, 120.0) == pytest.approx(-1200.0 / 125.0)  # the oldest
+    assert window_change(recent, 0.0, 1000.0, 15.0, 120.0) == pytest.approx(-900.0 / 120.0)
+    assert window_change(recent[1:], 0.0, 1000.0, 15.0, 120.0) is None  # a minute is not two
+    assert remember_waiting(longer, 0.0, 1000.0, 15.0, 120.0)[0] == (875.0, 1200.0)
 
 
 def test_demand_subtracts_the_drain_over_the_window_the_service_was_read_over() -> None:
@@ -111,17 +117,17 @@ def test_demand_subtracts_the_drain_over_the_window_the_service_was_read_over() 
     pol = policy()
     r = read(pol, signals(work=9.0, desired=30, waiting=14_500.0, request_rate=90.0))
     recent = ((940.0, 16_600.0), (955.0, 17_400.0), (970.0, 17_400.0), (985.0, 16_000.0))
-    d = demand(pol, r, 0.1, recent, -90.0, 1000.0)
+    d = demand(pol, r, 0.1, recent, -90.0, 1000.0, 60.0)
     assert d.offered == pytest.approx(9.0 + (14_500.0 - 16_600.0) / 60.0 * d.work_per_request)
     # Over one tick (no sample a window old) the drain would have taken half the service.
-    assert demand(pol, r, 0.1, recent[-1:], -90.0, 1000.0).offered == pytest.approx(4.5)
+    assert demand(pol, r, 0.1, recent[-1:], -90.0, 1000.0, 60.0).offered == pytest.approx(4.5)
     # The drain just ended: the window still served it, so it is still not demand.
     done = read(pol, signals(work=9.0, desired=30, waiting=0.0, request_rate=90.0))
-    assert demand(pol, done, 0.1, ((940.0, 600.0), (985.0, 5.0)), -1.0, 1000.0).offered == pytest.approx(
+    assert demand(pol, done, 0.1, ((940.0, 600.0), (985.0, 5.0)), -1.0, 1000.0, 60.0).offered == pytest.approx(
         9.0 - 10.0 * 0.1)
     # A queue growing over two ticks counts at its one-tick pace when that is faster than the window's.
     rising = read(pol, signals(work=4.0, desired=4, waiting=400.0, request_rate=40.0))
-    up = demand(pol, rising, 0.1, ((940.0, 0.0), (985.0, 100.0)), 30.0, 1000.0)
+    up = demand(pol, rising, 0.1, ((940.0, 0.0), (985.0, 100.0)), 30.0, 1000.0, 60.0)
     assert up.growth == 20.0 and up.offered == pytest.approx(4.0 + 20.0 * up.work_per_request)
 
 
@@ -235,7 +241,7 @@ def test_an_episode_past_the_factors_reach_buys_no_headroom_until_the_fleet_sett
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0, "sloFeedback": {"max": 1.3}})
     starting = ReplicaCounts(desired=20, ready=4, starting=(StartingReplica("warmup", 10.0),) * 16)
     missing = Signals(ttft_histogram=_hist(1000.0, 800.0))
-    burning = SloBudget().observe(0.5, 10_000.0, 60.0)
+    burning = SloBudget().observe(0.5, 10_000.0, 60.0, 60.0)
     assert (burning.burn(0.99) or 0.0) >= 2.0
 
     def tick(reps: ReplicaCounts, offered: float, beyond: bool, waiting: float = 50.0):

@@ -115,3 +115,35 @@ def test_scrape_policies_get_the_scraped_histograms() -> None:
     state["b"] = {"1.0": 4.0, "+Inf": 6.0}
     h = src.collect([p], T0 + 15)["default/m"].queue_time_histogram
     assert h is not None and h.cumulative_counts == (3.0, 4.0)
+
+
+def test_both_sources_say_which_window_their_rates_span_and_build_source_gives_them_one() -> None:
+    """The decision core adds the queue's change over the window the served rate spans (stages/demand.py):
+    each source says what that is, and a failover between them changes no signal's meaning."""
+    from autoscaler.controller.metric_source import build_source
+    from autoscaler.sources.promql import PromQLBuilder, duration_seconds
+
+    src, _ = build({"up": True})
+    assert src.collect([msp("m")], T0)["default/m"].rate_window_seconds == 60.0
+    tel, _ = fresh_telemetry()
+    answer = prom_transport(lambda q: json_response(vector([({"namespace": "default", "model_name": "m"}, T0,
+                                                             str(T0) if "timestamp(" in q else "9")])))
+    prom = PrometheusMetricsSource("http://p", telemetry=tel, max_parallel_queries=1,
+                                   builder=PromQLBuilder(window="2m"),
+                                   api_factory=lambda u: PrometheusAPI(u, client=httpx.Client(transport=answer)))
+    assert prom.collect([msp("m")], T0)["default/m"].rate_window_seconds == 120.0
+
+    async def pod(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=vllm_text(waiting=2))
+
+    scrape = ScrapeMetricsSource(lambda p: ["pod-a"], telemetry=tel, transport=httpx.MockTransport(pod),
+                                 window_seconds=30.0)
+    assert scrape.collect([msp("m")], T0)["default/m"].rate_window_seconds == 30.0
+    built = build_source("http://p", lambda key: [], "90s")
+    assert built.scrape.window_seconds == 90.0  # type: ignore[attr-defined]
+    assert built.failover.prometheus.builder.window_seconds == 90.0  # type: ignore[attr-defined]
+    assert [duration_seconds(w) for w in ("500ms", "30s", "1m", "2h")] == [0.5, 30.0, 60.0, 7200.0]
+    for bad in ("1.5m", "0s", "1d", "60", ""):
+        with pytest.raises(ValueError, match="is not a PromQL duration such as 30s or 1m"):
+            build_source("http://p", lambda key: [], bad)
+    assert Signals(rate_window_seconds=math.nan).rate_window() == 60.0  # no real span: the default minute

@@ -13,6 +13,7 @@ arithmetic), so the histograms cost no extra query.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,9 +106,10 @@ def duration_seconds(window: str) -> float:
     """Seconds in a one-unit PromQL duration such as 30s, 1m or 2h (the rate window the controller takes);
     raises ValueError naming the accepted form."""
     m = _DURATION.fullmatch(window)
-    if m is None:
-        raise ValueError(f"rate window {window!r} is not a PromQL duration such as 30s or 1m")
-    return int(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+    seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)] if m is not None else math.inf
+    if not seconds < math.inf:
+        raise ValueError(f"rate window {window[:40]!r} is not a PromQL duration such as 30s or 1m")
+    return seconds
 
 
 class PromQLBuilder:

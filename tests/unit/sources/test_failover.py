@@ -143,7 +143,7 @@ def test_both_sources_say_which_window_their_rates_span_and_build_source_gives_t
     assert built.scrape.window_seconds == 90.0  # type: ignore[attr-defined]
     assert built.failover.prometheus.builder.window_seconds == 90.0  # type: ignore[attr-defined]
     assert [duration_seconds(w) for w in ("500ms", "30s", "1m", "2h")] == [0.5, 30.0, 60.0, 7200.0]
-    for bad in ("1.5m", "0s", "1d", "60", ""):
+    for bad in ("1.5m", "0s", "1d", "60", "", "9" * 400 + "h"):
         with pytest.raises(ValueError, match="is not a PromQL duration such as 30s or 1m"):
             build_source("http://p", lambda key: [], bad)
     assert Signals(rate_window_seconds=math.nan).rate_window() == 60.0  # no real span: the default minute

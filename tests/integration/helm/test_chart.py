@@ -330,6 +330,15 @@ def test_prometheus_allow_list_and_bind_address_reach_the_controller(tmp_path):
     _, docs = render(tmp_path)
     args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not any(a.startswith("--prometheus-allowed-url") for a in args)  # default: prometheusUrl only
+    assert "--rate-window=1m" in args  # the controller's default, stated
+
+
+def test_the_rate_window_reaches_the_controller_and_the_schema_refuses_a_non_duration(tmp_path):
+    _, docs = render(tmp_path, {"rateWindow": "2m"})
+    args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--rate-window=2m" in args
+    for bad in ("1.5m", "0s", "60", "1d"):
+        assert "rateWindow" in _template_fails(tmp_path, {"rateWindow": bad})
 
 
 @pytest.mark.parametrize("namespaces", [[], ["team-a", "team-b"]], ids=["cluster-wide", "per-namespace"])

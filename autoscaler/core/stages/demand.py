@@ -1,13 +1,13 @@
 """Demand: offered work = served work + the queue's change; the backlog itself in work units.
 
 Served throughput hides demand once replicas saturate. What arrived is what was served plus what the
-queue gained, both over the same span: the served work is a rate over the metrics' rate window (a minute by default), so
-the queue's change is taken over that window too (`window_change`). A queue that shrank over it was
-served for requests offered before, not new demand (counted as demand, the forecaster would learn the
-drain's pace as a level). Taken over one tick instead, the change disagrees with the window's service
-whenever either moves: as replicas come up under a standing backlog, the window still holds the small
-fleet's service while one tick's drain is already the large fleet's, and their sum fell to under half of
-what arrived (flash-crowd, docs/benchmarks.md, decision change R).
+queue gained, both over the same span: the served work is a rate over the metrics' rate window (a minute
+by default), so the queue's change is taken over that window too (`window_change`). A queue that shrank
+over it was served for requests offered before, not new demand (counted as demand, the forecaster would
+learn the drain's pace as a level). Taken over one tick instead, the change disagrees with the window's
+service whenever either moves: as replicas come up under a standing backlog, the window still holds the
+small fleet's service while one tick's drain is already the large fleet's, and their sum fell to under
+half of what arrived (flash-crowd, docs/benchmarks.md, decision change R).
 
 A queue growing over two ticks in a row is added at once at its one-tick pace when that is faster than
 the window's (a burst is answered within a tick, not a window). A one-scrape spike is a burst already
@@ -121,7 +121,8 @@ def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, recent: 
     growth = queue_growth(recent, waiting, now, interval) if known else 0.0
     change = window_change(recent, waiting, now, interval, window) if known else None
     # A draining queue is served work that was offered earlier: what arrives now is the service minus it.
-    # At most half the service is taken for a drain (the two rates are read from separate scrapes).
+    # At most half the service is taken for a drain: without a sample a window old the drain is one tick's,
+    # read over a shorter span than the service, and the work per request is an average.
     offered = max(DRAIN_SHARE_LIMIT * served, served + change_of(growth, last_growth, change, waiting) * wpr)
     return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr,
                   remember_waiting(recent, waiting if known else None, now, interval, window))

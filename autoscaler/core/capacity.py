@@ -15,6 +15,9 @@ from autoscaler.policy import CapacitySpec
 MAX_SAMPLES = 64
 MIN_SAMPLES = 5
 PRIOR_WEIGHT = 5
+# A real queue: this many sequences waiting per ready replica (vLLM counts a request as waiting until its
+# first step, so a handful waiting is normal at any load; a queue that long is throughput-bound).
+SATURATED_WAITING_PER_REPLICA = 4.0
 
 
 def work_rate(spec: CapacitySpec, prompt_tokens_per_s: float, generation_tokens_per_s: float) -> float:

@@ -125,7 +125,7 @@ def decide(
         return _missing_metrics(policy, state, now, current, floor, top, lead, r, signals)
 
     dm = demand(policy, r, state.work_per_request, state.recent_waiting, state.last_growth, now,
-                signals.rate_window())
+                signals.rate_window(), replicas.ready)
     # Service beside a backlog the engines hold (or on their way to it) is no throughput sample.
     idle = not r.unknown and idle_beside_backlog(policy, dm, replicas.ready, r.kv_cache_usage, state.capacity)
     cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,

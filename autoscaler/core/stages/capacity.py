@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.core.capacity import MIN_SAMPLES as MIN_SATURATED_SAMPLES
-from autoscaler.core.capacity import CapacityStats
+from autoscaler.core.capacity import SATURATED_WAITING_PER_REPLICA, CapacityStats
 from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, SloCapacity, plan_at
@@ -29,9 +29,6 @@ from autoscaler.policy import CapacitySpec, PolicySpec
 
 MAX_PLANNED_UTILIZATION = 0.95
 SATURATED_KV = 0.95
-# A real queue: this many sequences waiting per ready replica (vLLM counts a request as waiting until its
-# first step, so a handful waiting is normal at any load; a queue that long is throughput-bound).
-SATURATED_WAITING_PER_REPLICA = 4.0
 # Until measured, a replica is assumed to hold the SLO up to this share of its prior throughput.
 PRIOR_SLO_SHARE = 0.8
 # A window is clean once the fleet has been steady this long: the rate window (60 s) plus a scrape.

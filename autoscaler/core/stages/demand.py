@@ -10,16 +10,17 @@ small fleet's service while one tick's drain is already the large fleet's, and t
 half of what arrived (flash-crowd, docs/benchmarks.md, decision change R).
 
 A queue growing over two ticks in a row is added at once at its one-tick pace when that is faster than
-the window's (a burst is answered within a tick, not a window). A one-scrape spike is a burst already
-absorbed by the queue (it shows up in the backlog); extrapolating its one-tick pace over a cold start
-would order replicas that arrive after it drained.
+the window's (a burst is answered within a tick, not a window): under a real queue at the newer tick's
+pace, else the smaller of the two (decision change S). A one-scrape spike is a burst already absorbed by
+the queue (it shows up in the backlog); extrapolating its one-tick pace over a cold start would order
+replicas that arrive after it drained.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autoscaler.core.capacity import work_rate
+from autoscaler.core.capacity import SATURATED_WAITING_PER_REPLICA, work_rate
 from autoscaler.core.stages.readings import Readings
 from autoscaler.policy import CapacitySpec, PolicySpec
 
@@ -90,27 +91,37 @@ def remember_waiting(recent: tuple[tuple[float, float], ...], waiting: float | N
     return (*((t, w) for t, w in recent if 0 <= now - t <= keep), (now, waiting))
 
 
-def confirmed(growth: float, last_growth: float) -> float:
-    """Queue growth seen at two ticks in a row, the smaller of the two in size; 0 when they disagree."""
+def confirmed(growth: float, last_growth: float, real_queue: bool) -> float:
+    """Queue growth seen at two ticks in a row: at the newer tick's pace under a real queue, else the smaller
+    of the two; a drain seen at two ticks in a row, the smaller of the two; 0 when they disagree.
+
+    A step in arrivals begins inside a tick, so the first tick that sees the queue grow sees only part of it,
+    and the smaller of the two paces was that part (flash-crowd's step at minute 60: 8 sequences/s, then
+    59). The sign two ticks in a row tells a burst from one scrape's spike, and a real queue
+    (`SATURATED_WAITING_PER_REPLICA` per ready replica) tells it from the handful of sequences vLLM counts
+    as waiting until their first step at any load; with both, the newer pace is the burst's. A drain is
+    taken at its smaller size: it is subtracted from the service, and a smaller subtraction errs towards
+    more replicas."""
     if growth > 0 and last_growth > 0:
-        return min(growth, last_growth)
+        return growth if real_queue else min(growth, last_growth)
     if growth < 0 and last_growth < 0:
         return max(growth, last_growth)
     return 0.0
 
 
-def change_of(growth: float, last_growth: float, window: float | None, waiting: float) -> float:
+def change_of(growth: float, last_growth: float, window: float | None, waiting: float, real_queue: bool) -> float:
     """The queue's change demand counts (sequences/s): the rate window's, or a confirmed one-tick growth when
     that is faster; without a window's sample, the confirmed one-tick change (none once the queue is empty)."""
-    tick = confirmed(growth, last_growth)
+    tick = confirmed(growth, last_growth, real_queue)
     if window is None:
         return 0.0 if tick < 0 and waiting <= 0 else tick
     return max(tick, window) if tick > 0 else window
 
 
 def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, recent: tuple[tuple[float, float], ...],
-           last_growth: float, now: float, window: float) -> Demand:
-    """Demand from fresh token rates (`r.demand_known` must hold) read over a rate window of `window` seconds."""
+           last_growth: float, now: float, window: float, ready: int) -> Demand:
+    """Demand from fresh token rates (`r.demand_known` must hold) read over a rate window of `window` seconds,
+    with `ready` replicas serving."""
     assert r.prompt_tokens_rate is not None and r.generation_tokens_rate is not None
     cap = policy.capacity
     served = work_rate(cap, r.prompt_tokens_rate, r.generation_tokens_rate)
@@ -123,6 +134,8 @@ def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, recent: 
     # A draining queue is served work that was offered earlier: what arrives now is the service minus it.
     # At most half the service is taken for a drain: without a sample a window old the drain is one tick's,
     # read over a shorter span than the service, and the work per request is an average.
-    offered = max(DRAIN_SHARE_LIMIT * served, served + change_of(growth, last_growth, change, waiting) * wpr)
+    real_queue = waiting >= SATURATED_WAITING_PER_REPLICA * max(1, ready)
+    counted = change_of(growth, last_growth, change, waiting, real_queue)
+    offered = max(DRAIN_SHARE_LIMIT * served, served + counted * wpr)
     return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr,
                   remember_waiting(recent, waiting if known else None, now, interval, window))

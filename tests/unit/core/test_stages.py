@@ -17,6 +17,7 @@ from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
 from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity, learned_floor, untested_floor
 from autoscaler.core.stages.demand import (
     DEFAULT_GENERATION_TOKENS,
+    confirmed,
     demand,
     queue_growth,
     remember_waiting,
@@ -69,27 +70,55 @@ def test_queue_growth_needs_a_recent_previous_sample() -> None:
 def test_a_queue_draining_over_two_intervals_is_not_demand() -> None:
     pol = policy()
     r = read(pol, signals(work=4.0, desired=4, waiting=10.0, request_rate=40.0))
-    draining = demand(pol, r, 0.1, ((985.0, 40.0),), -1.0, 1000.0, 60.0)  # 40 -> 10 waiting in 15 s, after -1/s
+    draining = demand(pol, r, 0.1, ((985.0, 40.0),), -1.0, 1000.0, 60.0, 4)  # 40 -> 10 waiting in 15 s, after -1/s
     assert draining.growth == -2.0 and draining.offered == pytest.approx(4.0 - 1.0 * draining.work_per_request)
     # Growth and shrinkage that disagree confirm nothing; at most half the service is taken for a drain (the
     # two are read over different windows).
-    assert demand(pol, r, 0.1, ((985.0, 40.0),), 1.0, 1000.0, 60.0).offered == 4.0
-    fast = demand(pol, r, 0.1, ((985.0, 4000.0),), -500.0, 1000.0, 60.0)
+    assert demand(pol, r, 0.1, ((985.0, 40.0),), 1.0, 1000.0, 60.0, 4).offered == 4.0
+    fast = demand(pol, r, 0.1, ((985.0, 4000.0),), -500.0, 1000.0, 60.0, 4)
     assert fast.offered == pytest.approx(0.5 * fast.served)
     # An emptied queue: the drain is over, the service is the demand.
     done = demand(pol, read(pol, signals(work=4.0, desired=4, waiting=0.0, request_rate=40.0)), 0.1,
-                  ((985.0, 30.0),), -1.0, 1000.0, 60.0)
+                  ((985.0, 30.0),), -1.0, 1000.0, 60.0, 4)
     assert done.growth == -2.0 and done.offered == 4.0
 
 
 def test_demand_adds_growth_confirmed_over_two_intervals_and_explains_itself() -> None:
     pol = policy()
     r = read(pol, signals(work=4.0, desired=4, waiting=40.0, request_rate=40.0))
-    d = demand(pol, r, 0.1, ((985.0, 10.0),), 1.0, 1000.0, 60.0)
+    d = demand(pol, r, 0.1, ((985.0, 10.0),), 1.0, 1000.0, 60.0, 4)
     assert d.served == 4.0 and d.waiting == 40.0 and d.growth == 2.0
-    assert d.offered == 4.0 + min(2.0, 1.0) * d.work_per_request
+    assert d.offered == 4.0 + 2.0 * d.work_per_request  # confirmed by the tick before, at this tick's pace
     assert d.backlog == 40.0 * d.work_per_request
     assert d.explain() == {"offered_work": round(d.offered, 4), "served_work": 4.0, "backlog_work": round(d.backlog, 4)}
+
+
+def test_confirmed_growth_counts_at_the_newer_pace_under_a_real_queue_and_a_drain_at_the_smaller() -> None:
+    # A step that began inside the previous tick: that tick saw only part of it (flash-crowd, minute 60).
+    assert confirmed(59.0, 8.0, True) == 59.0
+    assert confirmed(8.0, 59.0, True) == 8.0  # a burst that slows counts at its newer, slower pace
+    # A handful waiting (no real queue) grows and shrinks with noise: the smaller pace, as before S.
+    assert confirmed(59.0, 8.0, False) == 8.0 and confirmed(8.0, 59.0, False) == 8.0
+    for real in (True, False):
+        assert confirmed(-2.0, -5.0, real) == -2.0 and confirmed(-5.0, -2.0, real) == -2.0  # a drain: the smaller
+        assert confirmed(59.0, 0.0, real) == 0.0 and confirmed(59.0, -3.0, real) == 0.0  # one spike: nothing
+        assert confirmed(0.0, 59.0, real) == 0.0
+
+
+def test_a_step_is_answered_at_its_pace_one_tick_after_it_shows() -> None:
+    """Minute 60 of flash-crowd: 123 sequences joined the queue in the tick the step began, 884 in the next.
+    The second tick orders for the step's pace (59/s), not the first tick's part of it (8/s)."""
+    pol = policy()
+    first = demand(pol, read(pol, signals(work=2.0, desired=5, waiting=123.0, request_rate=30.0)), 0.1,
+                   ((3585.0, 0.0),), 0.0, 3600.0, 60.0, 5)
+    assert first.growth == pytest.approx(8.2) and first.offered == 2.0  # not confirmed yet
+    second = demand(pol, read(pol, signals(work=2.0, desired=5, waiting=1007.0, request_rate=30.0)), 0.1,
+                    first.recent, first.growth, 3615.0, 60.0, 5)
+    assert second.offered == pytest.approx(2.0 + 884.0 / 15.0 * second.work_per_request)
+    # The same two ticks with a few sequences per replica waiting (60 ready): the smaller pace.
+    few = demand(pol, read(pol, signals(work=2.0, desired=60, waiting=150.0, request_rate=30.0)), 0.1,
+                 ((3600.0, 30.0),), 1.0, 3615.0, 60.0, 60)
+    assert few.growth == pytest.approx(8.0) and few.offered == pytest.approx(2.0 + 1.0 * few.work_per_request)
 
 
 def test_window_change_reads_the_queue_over_the_rate_window_and_remember_keeps_what_it_needs() -> None:
@@ -117,17 +146,17 @@ def test_demand_subtracts_the_drain_over_the_window_the_service_was_read_over() 
     pol = policy()
     r = read(pol, signals(work=9.0, desired=30, waiting=14_500.0, request_rate=90.0))
     recent = ((940.0, 16_600.0), (955.0, 17_400.0), (970.0, 17_400.0), (985.0, 16_000.0))
-    d = demand(pol, r, 0.1, recent, -90.0, 1000.0, 60.0)
+    d = demand(pol, r, 0.1, recent, -90.0, 1000.0, 60.0, 30)
     assert d.offered == pytest.approx(9.0 + (14_500.0 - 16_600.0) / 60.0 * d.work_per_request)
     # Over one tick (no sample a window old) the drain would have taken half the service.
-    assert demand(pol, r, 0.1, recent[-1:], -90.0, 1000.0, 60.0).offered == pytest.approx(4.5)
+    assert demand(pol, r, 0.1, recent[-1:], -90.0, 1000.0, 60.0, 30).offered == pytest.approx(4.5)
     # The drain just ended: the window still served it, so it is still not demand.
     done = read(pol, signals(work=9.0, desired=30, waiting=0.0, request_rate=90.0))
-    assert demand(pol, done, 0.1, ((940.0, 600.0), (985.0, 5.0)), -1.0, 1000.0, 60.0).offered == pytest.approx(
+    assert demand(pol, done, 0.1, ((940.0, 600.0), (985.0, 5.0)), -1.0, 1000.0, 60.0, 30).offered == pytest.approx(
         9.0 - 10.0 * 0.1)
     # A queue growing over two ticks counts at its one-tick pace when that is faster than the window's.
     rising = read(pol, signals(work=4.0, desired=4, waiting=400.0, request_rate=40.0))
-    up = demand(pol, rising, 0.1, ((940.0, 0.0), (985.0, 100.0)), 30.0, 1000.0, 60.0)
+    up = demand(pol, rising, 0.1, ((940.0, 0.0), (985.0, 100.0)), 30.0, 1000.0, 60.0, 4)
     assert up.growth == 20.0 and up.offered == pytest.approx(4.0 + 20.0 * up.work_per_request)
 
 

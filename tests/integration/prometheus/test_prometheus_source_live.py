@@ -79,6 +79,7 @@ def test_signals_match_the_emulator_ground_truth(emulator: EmulatorServer, prome
     for _ in range(3):
         now = time.time()
         s = src.collect([p], now)[p.key]
+        assert s.rate_window_seconds == WINDOW_S  # the window its rates were read over, for the core's demand
         sample_wall = now - s.waiting.age_seconds
         truth = emulator.driver.truth_at(sample_wall)
         before = emulator.driver.truth_at(sample_wall - WINDOW_S)
@@ -212,7 +213,7 @@ def test_failover_to_direct_scrape_when_prometheus_is_down(emulator: EmulatorSer
     prom_src = source(dead, timeout=0.5)
     scrape = ScrapeMetricsSource(
         lambda pol: [emulator.replica_url(r.replica_id) for r in emulator.driver.snapshot.replicas],
-        telemetry=prom_src.telemetry)
+        telemetry=prom_src.telemetry, window_seconds=WINDOW_S)  # aligned with Prometheus's, as build_source does
     src = FailoverMetricsSource(prom_src, scrape)
     p = policy(staleness=10)
     t0 = time.time()
@@ -226,6 +227,7 @@ def test_failover_to_direct_scrape_when_prometheus_is_down(emulator: EmulatorSer
     lo = sum(min(x.replicas[i].waiting for x in snaps) for i in range(REPLICAS))
     hi = sum(max(x.replicas[i].waiting for x in snaps) for i in range(REPLICAS))
     assert s.waiting.fresh(10) is not None and s.waiting.value is not None and lo - 1 <= s.waiting.value <= hi + 1
+    assert s.rate_window_seconds == WINDOW_S  # a failover does not change what a rate means
     time.sleep(2.0)
     s = src.collect([p], time.time())[p.key]
     assert s.prompt_tokens_rate.fresh(10) is not None and s.prompt_tokens_rate.value is not None \

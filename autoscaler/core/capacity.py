@@ -20,6 +20,11 @@ PRIOR_WEIGHT = 5
 SATURATED_WAITING_PER_REPLICA = 4.0
 
 
+def real_queue(waiting: float, ready: int) -> bool:
+    """Whether `waiting` sequences are a real queue for `ready` replicas (SATURATED_WAITING_PER_REPLICA each)."""
+    return waiting >= SATURATED_WAITING_PER_REPLICA * max(1, ready)
+
+
 def work_rate(spec: CapacitySpec, prompt_tokens_per_s: float, generation_tokens_per_s: float) -> float:
     """Demand in replica-equivalents at the prior capacity."""
     return (

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.core.capacity import MIN_SAMPLES as MIN_SATURATED_SAMPLES
-from autoscaler.core.capacity import SATURATED_WAITING_PER_REPLICA, CapacityStats
+from autoscaler.core.capacity import CapacityStats, real_queue
 from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, SloCapacity, plan_at
@@ -112,7 +112,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
-    saturated = waiting >= SATURATED_WAITING_PER_REPLICA * max(1, ready) or (kv is not None and kv >= SATURATED_KV)
+    saturated = real_queue(waiting, ready) or (kv is not None and kv >= SATURATED_KV)
     # Throughput equals capacity only under a queue that makes requests wait for capacity: one holding at
     # least the SLO's queue budget of the fleet's service. A long `waiting` count alone is no such queue
     # (vLLM counts a request as waiting until its first step; at several requests a second per replica a

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autoscaler.core.capacity import SATURATED_WAITING_PER_REPLICA, work_rate
+from autoscaler.core.capacity import real_queue, work_rate
 from autoscaler.core.stages.readings import Readings
 from autoscaler.policy import CapacitySpec, PolicySpec
 
@@ -91,28 +91,29 @@ def remember_waiting(recent: tuple[tuple[float, float], ...], waiting: float | N
     return (*((t, w) for t, w in recent if 0 <= now - t <= keep), (now, waiting))
 
 
-def confirmed(growth: float, last_growth: float, real_queue: bool) -> float:
+def confirmed(growth: float, last_growth: float, is_real_queue: bool) -> float:
     """Queue growth seen at two ticks in a row: at the newer tick's pace under a real queue, else the smaller
     of the two; a drain seen at two ticks in a row, the smaller of the two; 0 when they disagree.
 
     A step in arrivals begins inside a tick, so the first tick that sees the queue grow sees only part of it,
     and the smaller of the two paces was that part (flash-crowd's step at minute 60: 8 sequences/s, then
     59). The sign two ticks in a row tells a burst from one scrape's spike, and a real queue
-    (`SATURATED_WAITING_PER_REPLICA` per ready replica) tells it from the handful of sequences vLLM counts
-    as waiting until their first step at any load; with both, the newer pace is the burst's. A drain is
-    taken at its smaller size: it is subtracted from the service, and a smaller subtraction errs towards
+    (`core.capacity.real_queue`: 4 sequences per ready replica) tells it from the handful of sequences vLLM
+    counts as waiting until their first step at any load; with both, the newer pace is the burst's. A drain
+    is taken at its smaller size: it is subtracted from the service, and a smaller subtraction errs towards
     more replicas."""
     if growth > 0 and last_growth > 0:
-        return growth if real_queue else min(growth, last_growth)
+        return growth if is_real_queue else min(growth, last_growth)
     if growth < 0 and last_growth < 0:
         return max(growth, last_growth)
     return 0.0
 
 
-def change_of(growth: float, last_growth: float, window: float | None, waiting: float, real_queue: bool) -> float:
+def change_of(growth: float, last_growth: float, window: float | None, waiting: float,
+              is_real_queue: bool) -> float:
     """The queue's change demand counts (sequences/s): the rate window's, or a confirmed one-tick growth when
     that is faster; without a window's sample, the confirmed one-tick change (none once the queue is empty)."""
-    tick = confirmed(growth, last_growth, real_queue)
+    tick = confirmed(growth, last_growth, is_real_queue)
     if window is None:
         return 0.0 if tick < 0 and waiting <= 0 else tick
     return max(tick, window) if tick > 0 else window
@@ -134,8 +135,7 @@ def demand(policy: PolicySpec, r: Readings, previous_wpr: float | None, recent: 
     # A draining queue is served work that was offered earlier: what arrives now is the service minus it.
     # At most half the service is taken for a drain: without a sample a window old the drain is one tick's,
     # read over a shorter span than the service, and the work per request is an average.
-    real_queue = waiting >= SATURATED_WAITING_PER_REPLICA * max(1, ready)
-    counted = change_of(growth, last_growth, change, waiting, real_queue)
+    counted = change_of(growth, last_growth, change, waiting, real_queue(waiting, ready))
     offered = max(DRAIN_SHARE_LIMIT * served, served + counted * wpr)
     return Demand(served, offered, waiting * wpr, waiting, known, growth, wpr,
                   remember_waiting(recent, waiting if known else None, now, interval, window))

@@ -4,9 +4,11 @@ No I/O and no wall clock: the controller, the simulator and the backtest all cal
 own clock and sources, so what is measured in simulation is what runs in the cluster.
 
 The stages (autoscaler/core/stages/, one file each, each returning its value and its part of the
-explanation): readings → demand → capacity → predictive → hedge → reactive → burst (and its hold) →
-panic → bounds → stabilize → rate limit → bounds' final clamp. Stale or missing demand never scales down:
-the policy's onMissingMetrics says what it leads to.
+explanation), composed in three steps: the candidates (autoscaler/core/candidates.py: readings → demand →
+capacity → predictive → hedge → reactive → burst (and its hold) → panic → held queue), the
+recommendation (`_recommend`: bounds → the untested floor → stabilize) and the limits (`_limit`: rate
+limit → unknown data's hold → bounds' final clamp → surge for replicas leaving). Stale or missing demand
+never scales down: the policy's onMissingMetrics says what it leads to.
 """
 
 from __future__ import annotations
@@ -14,25 +16,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from autoscaler.core.candidates import Candidates, candidates
 from autoscaler.core.coldstart import LeadTime, lead_time
 from autoscaler.core.floors import floor_at
 from autoscaler.core.reason import Reason
-from autoscaler.core.signals import Signals, age_within
-from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.burst import BurstHold, burst, hold
-from autoscaler.core.stages.capacity import Capacity, capacity, untested_floor
-from autoscaler.core.stages.demand import Demand, demand
+from autoscaler.core.signals import ReplicaCounts, Signals, age_within
+from autoscaler.core.stages.bounds import Bound, binding, clamp, stuck_unschedulable
+from autoscaler.core.stages.capacity import untested_floor
 from autoscaler.core.stages.feasibility import feasibility
-from autoscaler.core.stages.hedge import Hedge, bursting, hedge
-from autoscaler.core.stages.held_queue import HeldQueue, held_queue, idle_beside_backlog
 from autoscaler.core.stages.leaving import surge
 from autoscaler.core.stages.missing import missing_target
-from autoscaler.core.stages.panic import Panic, panic
-from autoscaler.core.stages.predictive import Predictive, predictive
+from autoscaler.core.stages.panic import panic
 from autoscaler.core.stages.rate_limit import limit
-from autoscaler.core.stages.reactive import reactive, ready_in
 from autoscaler.core.stages.readings import Readings, read
-from autoscaler.core.stages.slo_feedback import prefill_bound, slo_attainment
+from autoscaler.core.stages.slo_feedback import slo_attainment
 from autoscaler.core.stages.stabilize import History, Stabilized, remember_extremes, remember_max, since, stabilize
 from autoscaler.core.stages.warm import held, warm
 from autoscaler.core.state import CoreState
@@ -119,118 +116,120 @@ def decide(
                      False, 0, "target replicas (or the clock) unknown, stale or invalid: nothing written")
         return DecisionResult(d, state)
     floor, top = floor_at(policy.replicas, now), policy.replicas.max
-    current = replicas.desired
     r = read(policy, signals)
     if not r.demand_known:
-        return _missing_metrics(policy, state, now, current, floor, top, lead, r, signals)
-
-    dm = demand(policy, r, state.work_per_request, state.recent_waiting, state.last_growth, now,
-                signals.rate_window(), replicas.ready)
-    # Service beside a backlog the engines hold (or on their way to it) is no throughput sample.
-    idle = not r.unknown and idle_beside_backlog(policy, dm, replicas.ready, r.kv_cache_usage, state.capacity)
-    cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, not r.unknown,
-                  state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
-                  state.slo_budget, now - prev_tick if prev_tick is not None else 0.0, now, dm.offered,
-                  state.beyond_headroom, state.held_queue or idle)
+        return _missing_metrics(policy, state, now, replicas.desired, floor, top, lead, r, signals)
     cfg = forecast_cfg or forecast_config(policy)
-    pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
-                    state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
-    hg = hedge(pr.forecast, policy.forecast.step_seconds, lead.high_seconds, policy.slo.quantile, dm.offered,
-               cp.usable, state.hedge_cache, bursting(dm.waiting, replicas.ready, r.queue_time_p90_seconds, policy))
-    re = reactive(policy, dm.offered, dm.backlog, dm.waiting, r.running, replicas.ready, cp.throughput, cp.usable,
-                  ready_in(policy, replicas, state.coldstart, signals.cluster, lead))
-    bu = burst(policy, signals.queue_time_histogram, not r.unknown, replicas.ready, dm.served, cp.usable,
-               cp.steady_since, now)
-    bh = hold(state.burst_held, now, bu.replicas, replicas, lead.high_seconds)
-    # TTFT over the SLO while nothing queues is prefill, which more replicas do not shorten: no panic on it.
-    ttft_p90 = None if prefill_bound(policy, signals, policy.metrics.staleness_seconds) else r.ttft_p90_seconds
-    pn = panic(policy, r.queue_time_p90_seconds, ttft_p90, state.panic_until, now)
-    # A backlog the engines hold is not drained by more replicas: what the fleet serves now is the need.
-    hq = held_queue(policy, dm, replicas, r.kv_cache_usage, cp.stats, cp.usable, r.queue_time_p90_seconds,
-                    state.held_queue, trusted=not r.unknown)
-    if hq.active:
-        re = replace(re, replicas=min(re.replicas, hq.cap))
-        hg = replace(hg, replicas=min(hg.replicas, hq.cap))
-        pn = replace(pn, active=False)
-    b = binding({"predictive": pr.replicas, "burst": bh.replicas, "hedge": hg.replicas, "reactive": re.replicas,
-                 "concurrency": re.concurrency, "floor": floor}, top)
-    stuck = stuck_unschedulable(policy, replicas)
-    # A tick that cannot trust every signal it uses is no evidence for a scale-down: it recommends at
-    # least the current count, like the missing-metrics path.
-    recommended = b.raw if not r.unknown else min(top, max(b.raw, current))
-    # Nor is a load per replica no window has seen hold: a scale-down stops where the evidence ends.
-    untested = untested_floor(cp, dm.offered, current)
-    recommended = max(recommended, untested)
-    # The window holds the sustained recommendation (forecast, or the reactive level without one; concurrency;
-    # floor); replicas for this tick's queue (reactive drain, hedge) are not held once it has drained, and
-    # the replicas for sub-minute bursts are held by their own hold (one cold start after they are up).
-    level = pr.replicas if policy.forecast.enabled else re.replicas
-    held = recommended if r.unknown else min(recommended, max(level, re.concurrency, floor))
-    st = stabilize(state.recommendations, now, stabilization_window_seconds(policy, lead), policy.interval_seconds,
-                   current, recommended, held)
-    decisions = since(state.decisions, now - _rate_limit_period(policy), now)
-    components: dict[str, float] = {
-        **dm.explain(), **re.explain(), **cp.explain(), **pr.explain(), **hg.explain(), **bu.explain(),
-        **bh.explain(), **hq.explain(),
-        "reactive": re.replicas,
-        "concurrency": re.concurrency, "floor": floor, "max": top, "lead_time_high_s": round(lead.high_seconds, 1),
-    }
-
-    desired, reason = limit(policy, decisions, now, current, b.raw, b.binding, st.value, pn.active, stuck)
-    if reason is Reason.SCALE_DOWN:
-        components.update(st.explain())
-    if untested > b.raw:
-        components["untested_floor"] = untested
-    if r.unknown and desired <= (hold_at := missing_target(policy, current)):
-        desired, reason = hold_at, Reason.METRICS_MISSING  # scale up on what is known, never down
-    desired, reason = clamp(desired, reason, floor, top)
-    sg = surge(desired, recommended, replicas.leaving, top, stuck)
-    if sg.added:
-        desired, reason = sg.replicas, (Reason.SCALE_UP_LEAVING if sg.replicas > current else reason)
-    components.update(sg.explain())
-    wm = warm(policy, cfg, pr.forecast, dm.offered, cp.usable, state.coldstart, signals.cluster, desired,
-              trusted=not r.unknown)
+    c = candidates(policy, signals, replicas, state, r, lead, cfg, now,
+                   now - prev_tick if prev_tick is not None else 0.0)
+    rec = _recommend(policy, state, c, r, replicas, lead, floor, top, now)
+    out = _limit(policy, c, rec, r, replicas, lead, floor, top, now)
+    wm = warm(policy, cfg, c.predictive.forecast, c.demand.offered, c.capacity.usable, state.coldstart,
+              signals.cluster, out.desired, trusted=not r.unknown)
     if policy.warm_capacity.enabled:
-        components.update(wm.explain())
-
-    next_state = _remember(policy, state, now, desired, decisions, st, dm, cp, pr, pn, hg, bh, hq)
+        out.components.update(wm.explain())
     share, why = feasibility(policy, signals)
     d = Decision(
-        desired_replicas=desired,
-        current_replicas=current,
-        reason=reason,
-        binding=b.binding,
-        components=components,
+        desired_replicas=out.desired,
+        current_replicas=replicas.desired,
+        reason=out.reason,
+        binding=rec.bound.binding,
+        components=out.components,
         lead_time_seconds=lead.high_seconds,
-        forecast_work=pr.forecast_work,
-        panic=pn.active,
+        forecast_work=c.predictive.forecast_work,
+        panic=c.panic.active,
         metrics_fresh=not r.unknown,
-        unschedulable_stuck=stuck,
-        message=_message(reason, desired, current, b.binding, b.raw, stuck, top, r.unknown, policy, untested)
-        + sg.message(top),
+        unschedulable_stuck=rec.stuck,
+        message=out.message,
         missing_signals=r.unknown,
         implausible_signals=r.implausible,
         slo_infeasible_share=share,
         slo_infeasible_message=why,
         warm_slots=wm.slots,
     )
-    return DecisionResult(d, next_state)
+    return DecisionResult(d, _remember(policy, state, now, out.desired, rec, c))
 
 
-def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, decisions: History, st: Stabilized,
-              dm: Demand, cp: Capacity, pr: Predictive, pn: Panic, hg: Hedge, bh: BurstHold,
-              hq: HeldQueue) -> CoreState:
+@dataclass(frozen=True, slots=True)
+class _Recommendation:
+    bound: Bound  # the largest candidate (capped at max) and which one it was
+    stuck: int  # replicas unschedulable past the limit
+    recommended: int  # what the candidates and the evidence ask for, before stabilization and rate limits
+    untested: int  # the fewest replicas that keep each one's load near what was seen to hold the SLO
+    stabilized: Stabilized  # the highest sustained recommendation over the window
+    decisions: History  # the decisions within the rate limits' period
+
+
+def _recommend(policy: PolicySpec, state: CoreState, c: Candidates, r: Readings, replicas: ReplicaCounts,
+               lead: LeadTime, floor: int, top: int, now: float) -> _Recommendation:
+    """Bounds, then stabilization: the largest candidate, raised to what the evidence allows a scale-down to
+    leave, and the highest sustained recommendation over the window."""
+    current = replicas.desired
+    b = binding(c.asks(floor), top)
+    # A tick that cannot trust every signal it uses is no evidence for a scale-down: it recommends at
+    # least the current count, like the missing-metrics path.
+    recommended = b.raw if not r.unknown else min(top, max(b.raw, current))
+    # Nor is a load per replica no window has seen hold: a scale-down stops where the evidence ends.
+    untested = untested_floor(c.capacity, c.demand.offered, current)
+    recommended = max(recommended, untested)
+    # The window holds the sustained recommendation (forecast, or the reactive level without one; concurrency;
+    # floor); replicas for this tick's queue (reactive drain, hedge) are not held once it has drained, and
+    # the replicas for sub-minute bursts are held by their own hold (one cold start after they are up).
+    level = c.predictive.replicas if policy.forecast.enabled else c.reactive.replicas
+    sustained = recommended if r.unknown else min(recommended, max(level, c.reactive.concurrency, floor))
+    st = stabilize(state.recommendations, now, stabilization_window_seconds(policy, lead), policy.interval_seconds,
+                   current, recommended, sustained)
+    decisions = since(state.decisions, now - _rate_limit_period(policy), now)
+    return _Recommendation(b, stuck_unschedulable(policy, replicas), recommended, untested, st, decisions)
+
+
+@dataclass(frozen=True, slots=True)
+class _Limited:
+    desired: int
+    reason: Reason
+    components: dict[str, float]
+    message: str
+
+
+def _limit(policy: PolicySpec, c: Candidates, rec: _Recommendation, r: Readings, replicas: ReplicaCounts,
+           lead: LeadTime, floor: int, top: int, now: float) -> _Limited:
+    """Rate limits (panic and unschedulable holds included), unknown data's hold, the bounds' final clamp,
+    and the surge for replicas leaving: the count to write, why, and the explanation."""
+    current, b, st = replicas.desired, rec.bound, rec.stabilized
+    components: dict[str, float] = {**c.explain(), "floor": floor, "max": top,
+                                    "lead_time_high_s": round(lead.high_seconds, 1)}
+    desired, reason = limit(policy, rec.decisions, now, current, b.raw, b.binding, st.value, c.panic.active,
+                            rec.stuck)
+    if reason is Reason.SCALE_DOWN:
+        components.update(st.explain())
+    if rec.untested > b.raw:
+        components["untested_floor"] = rec.untested
+    if r.unknown and desired <= (hold_at := missing_target(policy, current)):
+        desired, reason = hold_at, Reason.METRICS_MISSING  # scale up on what is known, never down
+    desired, reason = clamp(desired, reason, floor, top)
+    sg = surge(desired, rec.recommended, replicas.leaving, top, rec.stuck)
+    if sg.added:
+        desired, reason = sg.replicas, (Reason.SCALE_UP_LEAVING if sg.replicas > current else reason)
+    components.update(sg.explain())
+    message = _message(reason, desired, current, b.binding, b.raw, rec.stuck, top, r.unknown, policy,
+                       rec.untested) + sg.message(top)
+    return _Limited(desired, reason, components, message)
+
+
+def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, rec: _Recommendation,
+              c: Candidates) -> CoreState:
     """The state the next tick starts from: what each stage wants to remember."""
+    dm, cp, pr = c.demand, c.capacity, c.predictive
     return replace(
         state,
-        recommendations=st.recommendations,
-        decisions=remember_extremes(decisions, now, desired),
-        panic_until=pn.until,
+        recommendations=rec.stabilized.recommendations,
+        decisions=remember_extremes(rec.decisions, now, desired),
+        panic_until=c.panic.until,
         forecast=pr.forecast,
         forecast_step_seconds=policy.forecast.step_seconds if pr.forecast is not None else None,
         forecast_seed=None if pr.forecast is not None else state.forecast_seed,
         forecast_cache=pr.cache,
-        hedge_cache=hg.cache,
+        hedge_cache=c.hedge.cache,
         capacity=cp.stats,
         slo_capacity=cp.slo,
         steady_since=cp.steady_since,
@@ -240,9 +239,9 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, de
         slo_budget=cp.budget,
         settled_since=cp.settled_since,
         beyond_headroom=cp.beyond_headroom,
-        held_queue=hq.active,
+        held_queue=c.held_queue.active,
         work_per_request=dm.work_per_request,
-        burst_held=bh.history,
+        burst_held=c.burst_hold.history,
     )
 
 

@@ -44,6 +44,11 @@ def test_compare_counts_the_replays_at_99_and_the_cost_ratio_per_group_and_names
     assert f"| 2 → 2 | 1.000 (0.750–1.000) | {crossed} |" in rows["| azure-conv (3)"]
     assert "| 2 → 2 | 1.050 (1.000–1.100) | – |" in rows["| servegen-mid (2)"]
     assert "| 4 → 4 |" in rows["| all (5)"]
+    # Mean attainment and total GPU-hours: what a group did, whichever replays sit either side of 99%.
+    assert lines[0].endswith("| mean attainment K → L | GPU-h total L ÷ K |")
+    assert rows["| azure-conv (3)"].endswith("| 99.200% → 99.100% | 0.925 |")
+    assert rows["| servegen-mid (2)"].endswith("| 99.500% → 99.500% | 1.067 |")
+    assert rows["| all (5)"].endswith("| 99.320% → 99.260% | 1.061 |")
     near = compare(A, {**A, ("azure-conv", ""): (0.989996, 5.0)})[2]
     assert "shipped seed 99.50% → 98.9996%" in near  # two decimals would read 99.00%: on the other side
 

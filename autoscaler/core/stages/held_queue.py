@@ -10,7 +10,13 @@ as they finish, sit idle (docs/benchmarks.md, decision change P).
 The evidence, with nothing starting: a real backlog (at least the SLO's queue budget of the fleet's
 service) that shrank this tick, a KV cache short of full, and a fleet serving under HELD_SHARE of what its
 ready replicas drain at their measured pace. A queue every replica can take from keeps them all busy
-and never looks like that. Once seen, the episode lasts while the backlog stands and does not grow.
+and never looks like that. Once seen, the episode lasts while the backlog stands (or the queue time its
+requests report as they finish lags behind it) and no new backlog grows: a growth confirmed over two ticks
+into a real backlog. A handful of sequences joining a queue of a handful is the noise vLLM always shows (a
+request waits until its first engine step), not a rise: read as one, it ended the episode while the held
+requests still reported their late queue time, and that lag then ordered the burst hedge and a panic for
+a step that was over (flash-crowd, minute 69.5: 24 replicas started as the step ended; docs/benchmarks.md,
+decision change T).
 
 While it lasts, the replicas for the backlog (the reactive drain, the burst hedge) are capped at what the
 fleet serves now (the arrivals and the holders' drain) at the planned load per replica, a queue time over
@@ -68,10 +74,11 @@ def held_queue(policy: PolicySpec, dm: Demand, replicas: ReplicaCounts, kv: floa
 
     `stats`: what a ready replica was measured to drain a queue at (`idle_beside_backlog`); `usable`: the
     planned load per replica; `queue_time_p90`: the queue time reported (at finish, so it lags the queue);
-    `previous`: whether the last tick saw the episode. The episode ends once the queue grows, the KV cache
+    `previous`: whether the last tick saw the episode. The episode ends once a new backlog grows, the KV cache
     fills, or the backlog is gone and the queue time its requests report is back within the budget."""
     kv_full = kv is not None and kv >= SATURATED_KV
-    growing = dm.offered > dm.served  # growth seen over two ticks (demand.confirmed)
+    # growth seen over two ticks (demand.confirmed) into a real backlog: a handful joining is no new rise
+    growing = dm.offered > dm.served and backlog_stands(policy, dm)
     if not trusted or kv_full or growing or replicas.ready <= 0:
         return HeldQueue(False, 0)
     if previous:

@@ -63,6 +63,11 @@ def test_an_episode_lasts_while_the_backlog_stands_or_its_queue_time_lags() -> N
     assert not _held(gone, q90=0.5, previous=True).active  # the backlog gone and the queue time back
     assert not _held(gone, q90=None, previous=True).active
     assert not _held(_dm(offered=SERVED + 1.0), previous=True).active  # a new rise ends it
+    # A handful joining a queue of a handful is no new rise: the lagging queue time keeps the episode (it
+    # ended it before decision change T, and the lag then ordered a hedge and a panic for a step that was over).
+    handful = _dm(waiting=4.0, offered=SERVED + 0.01, growth=1.0)
+    assert _held(handful, q90=30.0, previous=True).active
+    assert not _held(handful, q90=0.5, previous=True).active  # the queue time back: the episode ends
     assert not _held(_dm(), kv=1.0, previous=True).active
     assert not _held(_dm(), trusted=False, previous=True).active
 

@@ -7,12 +7,18 @@ ServeGen scenario) reach 99%, and what they cost against the version before. The
     python benchmarks/replay_set.py write DIR                      # the 79 variants (seed_variants.py write)
     python benchmarks/replay_set.py run DIR --json L.json [--policy FILE] [--priors-scale 0.7] [--workers 2]
     python benchmarks/replay_set.py compare K.json L.json          # per group: at 99% K → L, GPU-h L ÷ K
+    python benchmarks/replay_set.py run DIR --json F.json --set forecast.enabled=false   # one field changed
+    python benchmarks/replay_set.py table K.json "forecast off=F.json" … [--shipped]   # a row per file
 
 `run` replays ours as shipped (the bench's `ours default` job, quick traces; no baseline is searched) on
 the shipped scenarios that have variants in DIR and on every variant, and writes attainment and GPU-hours
 per replay. `compare` prints one row per scenario group: how many replays reach 99% in each file, the
-median (min–max) ratio of GPU-hours, and the replays that crossed 99% either way. Two runs of the same
-code give the same file: a difference is the change's.
+median (min–max) ratio of GPU-hours, and the replays that crossed 99% either way. `--set PATH=VALUE`
+(repeatable) runs the policy with one field of its spec changed (PATH as the policy YAML spells it); the
+policy run is written beside the JSON (`F.policy.yaml`). `table` prints one row per file: per scenario
+group, the replays at 99%, the total GPU-hours ÷ the first file's, and the mean attainment (docs/benchmarks.md,
+"Tried after T"); with `--shipped`, also each scenario's shipped seed (the bench's own cell). Two runs of
+the same code give the same file: a difference is the change's.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -119,6 +126,81 @@ def compare(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, st
     return lines
 
 
+def table(runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) -> list[str]:
+    """One row per (label, run): per scenario group, over the replays every run holds, 'k/n, GPU-h total ÷ the
+    first run's, mean attainment'; first the replays at 99% over all of them. The first run is the reference."""
+    keys = [k for k in runs[0][1] if all(k in r for _, r in runs)]
+    if not keys:
+        raise ValueError("the files share no replay: run them all over the same DIR")
+    order = {n: i for i, n in enumerate(bench_scenario_names())}
+    groups = sorted({n for n, _ in keys}, key=lambda n: (order.get(n, len(order)), n))
+    per = {g: [k for k in keys if k[0] == g] for g in groups}
+    base = runs[0][1]
+    lines = [f"| run | at 99% (of {len(keys)}) | " + " | ".join(groups) + " |", "|---|---|" + "---|" * len(groups)]
+    for label, r in runs:
+        cells_ = []
+        for g in groups:
+            ks = per[g]
+            gb, gr = sum(base[k][1] for k in ks), sum(r[k][1] for k in ks)
+            ratio = f"{gr / gb:.3f}×" if gb > 0 else "–"
+            cells_.append(f"{sum(r[k][0] >= TARGET for k in ks)}/{len(ks)}, {ratio}, "
+                          f"{statistics.fmean(r[k][0] for k in ks) * 100:.2f}%")
+        lines.append(f"| {label} | {sum(r[k][0] >= TARGET for k in keys)} | " + " | ".join(cells_) + " |")
+    return lines
+
+
+def shipped_table(runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) -> list[str]:
+    """One row per (label, run): each scenario's shipped seed (the bench's own cell), 'GPU-h (attainment)'."""
+    order = {n: i for i, n in enumerate(bench_scenario_names())}
+    names = sorted({n for n, v in runs[0][1] if v == "" and all((n, "") in r for _, r in runs)},
+                   key=lambda n: (order.get(n, len(order)), n))
+    lines = ["| run | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for label, r in runs:
+        lines.append(f"| {label} | " + " | ".join(f"{r[(n, '')][1]:.2f} ({_pct(r[(n, '')][0])})" for n in names)
+                     + " |")
+    return lines
+
+
+def with_settings(policy_file: str, settings: list[str], dest: Path) -> str:
+    """`policy_file` with each `PATH=VALUE` of `settings` set in its spec (PATH dotted as the policy YAML spells
+    it, e.g. `capacity.sloFeedback.enabled=false`; VALUE read as YAML), written to `dest` and checked as a
+    policy; ValueError naming the setting and the fix, and nothing written then."""
+    import yaml
+
+    from autoscaler.policy_loader import PolicyError, load_policy_file
+
+    doc = yaml.safe_load(Path(policy_file).read_text(encoding="utf-8"))
+    if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
+        raise ValueError(f"{policy_file}: not one policy document with a spec; give --policy a single policy file")
+    for setting in settings:
+        path, eq, raw = setting.partition("=")
+        parts = path.strip().split(".")
+        if not eq or not all(parts):
+            raise ValueError(f"--set {setting!r}: expected PATH=VALUE, e.g. --set forecast.enabled=false")
+        node = doc["spec"]
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"--set {setting!r}: spec.{path} goes through a value that is not a mapping; "
+                                 "set a field inside a section")
+        try:
+            node[parts[-1]] = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ValueError(f"--set {setting!r}: the value is not YAML ({str(e).splitlines()[0]}); "
+                             "quote strings, write numbers and true/false plainly") from e
+    text = yaml.safe_dump(doc, sort_keys=False)
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        load_policy_file(str(tmp))
+    except PolicyError as e:
+        tmp.unlink()
+        first = re.sub(r"^\S*:\d+: ", "", str(e).splitlines()[0])  # the line of a file the user never wrote
+        raise ValueError(f"--set {' '.join(settings)}: {first}") from e
+    tmp.replace(dest)
+    return str(dest)
+
+
 def _means(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, str], tuple[float, float]],
            keys: list[tuple[str, str]]) -> str:
     """'mean attainment a → b | total GPU-hours b ÷ a' over `keys`."""
@@ -152,9 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--priors-scale", type=float, default=1.0,
                    help="every prior (capacity, cold-start medians) multiplied by this, as in the bench's priors rows")
     r.add_argument("--workers", type=int, default=2)
+    r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="change one field of the policy's spec, e.g. forecast.enabled=false (repeatable)")
     c = sub.add_parser("compare", help="two `run --json` files side by side, per scenario group")
     c.add_argument("before")
     c.add_argument("after")
+    t = sub.add_parser("table", help="one row per `run --json` file against the first, per scenario group")
+    t.add_argument("files", nargs="+", metavar="[LABEL=]FILE")
+    t.add_argument("--shipped", action="store_true", help="also each scenario's shipped seed, run by run")
     a = ap.parse_args(argv)
     if a.cmd == "write":
         for p in [*write(a.dir, OFFSETS), *write_days(a.dir, DAYS)]:
@@ -166,16 +253,28 @@ def main(argv: list[str] | None = None) -> int:
         if not 0.1 <= a.priors_scale <= 10:  # also rejects nan and inf
             ap.error(f"--priors-scale {a.priors_scale:g}: give a factor between 0.1 and 10, e.g. 0.7")
         try:
-            result = run(a.dir, a.policy or default_policy_file(), max(1, a.workers), a.priors_scale)
-        except FileNotFoundError as e:
+            policy = a.policy or default_policy_file()
+            if a.set:
+                policy = with_settings(policy, a.set, a.json.with_suffix(".policy.yaml"))
+            result = run(a.dir, policy, max(1, a.workers), a.priors_scale)
+        except (FileNotFoundError, ValueError) as e:
             print(f"replay_set: {e}", file=sys.stderr)
             return 2
+        result["settings"] = a.set
         a.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         reached = sum(x["attainment"] >= TARGET for x in result["replays"])
         print(f"{reached} of {len(result['replays'])} replays reach 99%; written to {a.json}")
         return 0
     try:
-        print("\n".join(compare(load(a.before), load(a.after), (Path(a.before).stem, Path(a.after).stem))))
+        if a.cmd == "table":
+            # LABEL may hold "=" (a --set it names): the file is after the last one
+            labelled = [f.rpartition("=")[::2] if "=" in f else (Path(f).stem, f) for f in a.files]
+            runs = [(label, load(f)) for label, f in labelled]
+            print("\n".join(table(runs)))
+            if a.shipped:
+                print("\n" + "\n".join(shipped_table(runs)))
+        else:
+            print("\n".join(compare(load(a.before), load(a.after), (Path(a.before).stem, Path(a.after).stem))))
     except ValueError as e:
         print(f"replay_set: {e}", file=sys.stderr)
         return 2

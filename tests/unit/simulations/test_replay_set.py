@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.replay_set import cells, compare, load, main
+from benchmarks.replay_set import cells, compare, load, main, table, with_settings
 from benchmarks.seed_variants import write, write_days
 
 
@@ -117,3 +117,85 @@ def test_run_refuses_a_priors_scale_outside_its_range(bad: str, tmp_path: Path,
 def test_run_on_a_folder_without_variants_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(tmp_path), "--json", str(tmp_path / "x.json"), "--workers", "1"]) == 2
     assert "replay_set.py write" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+
+
+def test_table_prints_one_row_per_run_against_the_first_over_the_replays_all_hold() -> None:
+    b = {**A, ("azure-conv", "s1"): (0.985, 3.0), ("servegen-mid", "d2"): (0.991, 220.0), ("diurnal", ""): (1.0, 1.0)}
+    lines = table([("K", A), ("L", b)])
+    assert lines[0] == "| run | at 99% (of 5) | azure-conv | servegen-mid |"  # diurnal: only in L, left out
+    assert lines[2] == "| K | 4 | 2/3, 1.000×, 99.20% | 2/2, 1.000×, 99.50% |"
+    # L: azure-conv s1 under 99% and 1 GPU-hour cheaper (12.4 ÷ 13.4), servegen-mid d2 20 dearer (320 ÷ 300)
+    assert lines[3] == "| L | 3 | 1/3, 0.925×, 98.97% | 2/2, 1.067×, 99.50% |"
+    with pytest.raises(ValueError, match="share no replay"):
+        table([("K", A), ("M", {("diurnal", ""): (1.0, 1.0)})])
+
+
+def test_table_command_takes_labels_or_file_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rec = [{"scenario": "azure-conv", "variant": "", "attainment": 0.995, "gpu_hours": 5.0}]
+    k, l_ = _saved(tmp_path / "K.json", rec), _saved(tmp_path / "L.json", rec)
+    assert main(["table", k, f"forecast off={l_}"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[2].startswith("| K | 1 |") and rows[3] == "| forecast off | 1 | 1/1, 1.000×, 99.50% |"
+    assert main(["table", k, str(tmp_path / "missing.json")]) == 2
+    assert "missing.json: not a `replay_set.py run --json` file" in capsys.readouterr().err
+
+
+def test_with_settings_changes_one_field_and_writes_a_policy_that_loads(tmp_path: Path) -> None:
+    from simulations.bench import _policy, default_policy_file
+
+    out = with_settings(default_policy_file(), ["capacity.sloFeedback.enabled=false", "forecast.quantile=0.8"],
+                        tmp_path / "p.yaml")
+    shipped, changed = _policy(default_policy_file()), _policy(out)
+    assert not changed.capacity.slo_feedback.enabled and changed.forecast.quantile == 0.8
+    assert shipped.capacity.slo_feedback.enabled and shipped.forecast.quantile == 0.9
+    # every other field as shipped
+    assert changed.model_copy(update={"capacity": shipped.capacity, "forecast": shipped.forecast}) == shipped
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("forecast.enabld=false", "spec.forecast.enabld: unknown field"),
+    ("forecast.quantile=2", "spec.forecast.quantile"),
+    ("novalue", "expected PATH=VALUE"),
+    ("replicas.min.x=1", "not a mapping"),
+    ("forecast.quantile=[", "not YAML"),
+])
+def test_with_settings_names_the_setting_and_writes_nothing_on_a_bad_one(bad: str, says: str,
+                                                                        tmp_path: Path) -> None:
+    from simulations.bench import default_policy_file
+
+    with pytest.raises(ValueError, match=says) as e:
+        with_settings(default_policy_file(), [bad], tmp_path / "p.yaml")
+    assert str(e.value).startswith("--set ") and "\n" not in str(e.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_with_a_bad_setting_exits_2_before_replaying(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, [100])
+    out = tmp_path / "x.json"
+    assert main(["run", str(tmp_path), "--json", str(out), "--set", "forecast.enabld=false"]) == 2
+    assert "spec.forecast.enabld" in capsys.readouterr().err and not out.exists()
+
+
+def test_run_with_a_setting_replays_the_changed_policy_and_keeps_it_beside_the_json(tmp_path: Path) -> None:
+    write(tmp_path, [100])
+    keep = tmp_path / "azure-conv~s1.yaml"
+    for p in tmp_path.glob("*.yaml"):
+        if p != keep:
+            p.unlink()
+    shipped, changed = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["run", str(tmp_path), "--json", str(shipped), "--workers", "1"]) == 0
+    assert main(["run", str(tmp_path), "--json", str(changed), "--workers", "1",
+                 "--set", "forecast.enabled=false"]) == 0
+    saved = json.loads(changed.read_text())
+    assert saved["settings"] == ["forecast.enabled=false"] and saved["policy"] == str(tmp_path / "b.policy.yaml")
+    assert "enabled: false" in (tmp_path / "b.policy.yaml").read_text()
+    assert load(str(shipped)) != load(str(changed))  # the forecast orders replicas on azure-conv: off, it differs
+
+
+def test_shipped_table_is_each_scenarios_shipped_seed_run_by_run() -> None:
+    from benchmarks.replay_set import shipped_table
+
+    b = {**A, ("azure-conv", ""): (0.989996, 4.0)}
+    lines = shipped_table([("K", A), ("L", b)])
+    assert lines[0] == "| run | azure-conv | servegen-mid |"
+    assert lines[2:] == ["| K | 5.00 (99.50%) | 100.00 (99.90%) |", "| L | 4.00 (98.9996%) | 100.00 (99.90%) |"]

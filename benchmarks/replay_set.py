@@ -169,7 +169,11 @@ def with_settings(policy_file: str, settings: list[str], dest: Path) -> str:
 
     from autoscaler.policy_loader import PolicyError, load_policy_file
 
-    doc = yaml.safe_load(Path(policy_file).read_text(encoding="utf-8"))
+    try:
+        doc = yaml.safe_load(Path(policy_file).read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:  # several documents, or not YAML at all
+        raise ValueError(f"{policy_file}: not one YAML policy document ({str(e).splitlines()[0]}); "
+                         "give --policy a single policy file") from e
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
         raise ValueError(f"{policy_file}: not one policy document with a spec; give --policy a single policy file")
     for setting in settings:

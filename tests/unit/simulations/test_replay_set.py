@@ -199,3 +199,12 @@ def test_shipped_table_is_each_scenarios_shipped_seed_run_by_run() -> None:
     lines = shipped_table([("K", A), ("L", b)])
     assert lines[0] == "| run | azure-conv | servegen-mid |"
     assert lines[2:] == ["| K | 5.00 (99.50%) | 100.00 (99.90%) |", "| L | 4.00 (98.9996%) | 100.00 (99.90%) |"]
+
+
+@pytest.mark.parametrize("body", ["a: [", "spec: {}\n---\nspec: {}\n", "- 1\n"])
+def test_with_settings_refuses_a_policy_file_that_is_not_one_document(body: str, tmp_path: Path) -> None:
+    src = tmp_path / "p.yaml"
+    src.write_text(body)
+    with pytest.raises(ValueError, match=r"p\.yaml: not one") as e:
+        with_settings(str(src), ["forecast.enabled=false"], tmp_path / "out.yaml")
+    assert "\n" not in str(e.value) and not (tmp_path / "out.yaml").exists()

@@ -95,6 +95,12 @@ def load(path: str) -> dict[tuple[str, str], tuple[float, float]]:
     return got
 
 
+def _bench_order(names: set[str]) -> list[str]:
+    """Scenario names in the bench's order; names the bench does not ship come after, by name."""
+    order = {n: i for i, n in enumerate(bench_scenario_names())}
+    return sorted(names, key=lambda n: (order.get(n, len(order)), n))
+
+
 def compare(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, str], tuple[float, float]],
             names: tuple[str, str] = ("A", "B")) -> list[str]:
     """Per scenario group, over the replays both files hold: at 99% in each, the median (min–max) GPU-hours
@@ -105,8 +111,7 @@ def compare(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, st
     both = [k for k in a if k in b]
     if not both:
         raise ValueError("the two files share no replay: run both over the same DIR")
-    order = {n: i for i, n in enumerate(bench_scenario_names())}
-    groups = sorted({n for n, _ in both}, key=lambda n: (order.get(n, len(order)), n))
+    groups = _bench_order({n for n, _ in both})
     lines = [f"| scenario (replays) | at 99%: {names[0]} → {names[1]} | GPU-h {names[1]} ÷ {names[0]}: median "
              f"(min–max) | crossed 99% | mean attainment {names[0]} → {names[1]} | GPU-h total {names[1]} ÷ "
              f"{names[0]} |", "|---|---|---|---|---|---|"]
@@ -132,8 +137,7 @@ def table(runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) ->
     keys = [k for k in runs[0][1] if all(k in r for _, r in runs)]
     if not keys:
         raise ValueError("the files share no replay: run them all over the same DIR")
-    order = {n: i for i, n in enumerate(bench_scenario_names())}
-    groups = sorted({n for n, _ in keys}, key=lambda n: (order.get(n, len(order)), n))
+    groups = _bench_order({n for n, _ in keys})
     per = {g: [k for k in keys if k[0] == g] for g in groups}
     base = runs[0][1]
     lines = [f"| run | at 99% (of {len(keys)}) | " + " | ".join(groups) + " |", "|---|---|" + "---|" * len(groups)]
@@ -151,9 +155,7 @@ def table(runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) ->
 
 def shipped_table(runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) -> list[str]:
     """One row per (label, run): each scenario's shipped seed (the bench's own cell), 'GPU-h (attainment)'."""
-    order = {n: i for i, n in enumerate(bench_scenario_names())}
-    names = sorted({n for n, v in runs[0][1] if v == "" and all((n, "") in r for _, r in runs)},
-                   key=lambda n: (order.get(n, len(order)), n))
+    names = _bench_order({n for n, v in runs[0][1] if v == "" and all((n, "") in r for _, r in runs)})
     lines = ["| run | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for label, r in runs:
         lines.append(f"| {label} | " + " | ".join(f"{r[(n, '')][1]:.2f} ({_pct(r[(n, '')][0])})" for n in names)

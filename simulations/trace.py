@@ -123,6 +123,14 @@ class BinnedWorkload:
             raise SimulationInputError(self.name, "", "bin arrays differ in length", "build bins together")
         if np.any(self.counts < 0) or not np.all(np.isfinite(self.counts)):
             raise SimulationInputError(self.name, "rate", "negative or non-finite rate", "fix the rate data")
+        # A request without a prompt token is never scheduled by the fluid fleet (it prefills in prompt-token
+        # order), so it would report queueing on an idle fleet.
+        short = (self.counts > 0) & ~(self.prompt_tokens >= self.counts * (1.0 - 1e-9))
+        if np.any(short):
+            b = int(np.argmax(short))
+            raise SimulationInputError(self.name, "prompt_tokens", f"bin {b} holds {self.counts[b]:g} requests but "
+                                       f"{self.prompt_tokens[b]:g} prompt tokens",
+                                       "give every request at least one prompt token")
 
     @property
     def duration_seconds(self) -> float:

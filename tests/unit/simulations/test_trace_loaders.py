@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from simulations.errors import SimulationInputError
+from simulations.profiles import COLD_START_PROFILES, ServingProfile
 from simulations.scenario import bundled_path
-from simulations.trace import Trace
+from simulations.trace import BinnedWorkload, Trace
 from simulations.trace_loaders import load_azure_csv, load_jsonl, load_servegen_windows, servegen_workload
 
 HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
@@ -85,7 +86,7 @@ def test_jsonl_bad_line_is_named(tmp_path: Path, line: str, field: str) -> None:
 
 def _servegen_dir(tmp_path: Path, rows: list[str]) -> Path:
     d = tmp_path / "m"
-    d.mkdir()
+    d.mkdir(parents=True)
     (d / "chunk-0-trace.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return d
 
@@ -114,3 +115,45 @@ def test_servegen_bad_distribution_is_named(tmp_path: Path) -> None:
 def test_servegen_missing_folder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SimulationInputError, match="not a directory"):
         load_servegen_windows(tmp_path / "none")
+
+
+def _sparse_servegen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int = 5) -> tuple[Trace, object]:
+    """A heavy-tailed token source (lengths 1 or 1000: sd ≈ mean) at a few requests a minute, as in a
+    ServeGen collection gap's edges."""
+    monkeypatch.setenv("INFERENCE_AUTOSCALER_CACHE", "")
+    d = _servegen_dir(tmp_path, ["0,0.05,1.0,Gamma,1.0,1.0", "600,0.05,1.0,Gamma,1.0,1.0"])
+    tokens = Trace("tok", np.arange(4.0), np.array([1, 1, 1, 1000]), np.array([2, 2, 2, 500]), 0.0)
+    return tokens, servegen_workload(d, tokens, seed=seed)
+
+
+def test_servegen_token_sums_of_a_few_requests_are_sums_of_real_lengths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The normal approximation n·mean + sqrt(n)·sd·z gave 1-request bins 0 tokens (or 1,700); a bin of a
+    few requests now carries the lengths of that many real requests, prompt and output drawn together."""
+    _, wl = _sparse_servegen(tmp_path, monkeypatch)
+    busy = np.nonzero(wl.counts > 0)[0]
+    assert len(busy) >= 40 and wl.counts.max() < 32
+    n, p, o = wl.counts[busy], wl.prompt_tokens[busy], wl.output_tokens[busy]
+    long_p = (p - n) / 999  # how many of the bin's requests had the long prompt
+    assert np.allclose(long_p, np.round(long_p)) and np.all((long_p >= 0) & (long_p <= n))
+    assert np.allclose(o, 2 * (n - long_p) + 500 * long_p)  # the same requests' outputs
+    assert 0 < long_p.sum() < n.sum()  # both lengths occur
+
+
+def test_an_idle_fluid_fleet_does_not_queue_sparse_servegen_requests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serving: ServingProfile) -> None:
+    """A request without prompt tokens was never scheduled by the fluid fleet's prompt-token pointer until the
+    next one arrived: servegen-mid day 10's collection gap showed 20 idle replicas queueing for up to 35 s."""
+    from simulations.fluid import FluidFleet
+
+    for seed in range(3):
+        _, wl = _sparse_servegen(tmp_path / str(seed), monkeypatch, seed)
+        f = FluidFleet(wl, serving, COLD_START_PROFILES["warm"], initial_replicas=4)
+        out = f.outcome(2.0)
+        assert out.queue_p99_seconds < 0.1 and out.attainment == 1.0
+
+
+def test_a_binned_workload_whose_requests_lack_prompt_tokens_is_refused() -> None:
+    with pytest.raises(SimulationInputError, match=r"prompt_tokens.*bin 1 holds 2 requests but 1 prompt.*Fix:"):
+        BinnedWorkload("w", 1.0, np.array([1.0, 2.0]), np.array([5.0, 1.0]), np.array([3.0, 3.0]),
+                       np.array([1.0, 5.0]), np.array([3.0]), 0.0)

@@ -117,7 +117,7 @@ def test_servegen_missing_folder_is_an_error(tmp_path: Path) -> None:
         load_servegen_windows(tmp_path / "none")
 
 
-def _sparse_servegen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int = 5) -> tuple[Trace, object]:
+def _sparse_servegen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int = 5) -> tuple[Trace, BinnedWorkload]:
     """A heavy-tailed token source (lengths 1 or 1000: sd ≈ mean) at a few requests a minute, as in a
     ServeGen collection gap's edges."""
     monkeypatch.setenv("INFERENCE_AUTOSCALER_CACHE", "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulations.trace import BinnedWorkload, Trace
+from simulations.trace import BinnedWorkload, Trace, token_sums
 
 MONDAY_2024 = 1704067200.0  # 2024-01-01 00:00 UTC
 
@@ -33,7 +33,7 @@ def flash_crowd_trace(tokens: Trace, base_rps: float, factor: float, start_s: fl
 def diurnal_workload(tokens: Trace, mean_rps: float, peak_to_trough: float, noise_sigma: float,
                      duration_s: float, bin_seconds: float, seed: int) -> BinnedWorkload:
     """A daily sine with the given peak/trough ratio (trough at 04:00, peak at 16:00 UTC), times
-    per-minute lognormal noise, Poisson counts per bin; token sums drawn per bin (normal approximation)."""
+    per-minute lognormal noise, Poisson counts per bin; token sums drawn per bin (`token_sums`)."""
     rng = np.random.default_rng(seed)
     n = int(duration_s / bin_seconds)
     t = (np.arange(n) + 0.5) * bin_seconds
@@ -42,10 +42,7 @@ def diurnal_workload(tokens: Trace, mean_rps: float, peak_to_trough: float, nois
     minutes = (t // 60).astype(np.int64)
     noise = np.exp(noise_sigma * rng.standard_normal(int(minutes[-1]) + 1) - noise_sigma**2 / 2)
     counts = rng.poisson(rate * noise[minutes] * bin_seconds).astype(np.float64)
-    sums = []
-    for col in (tokens.prompt_tokens, tokens.output_tokens):
-        m, sd = float(np.mean(col)), float(np.std(col))
-        sums.append(np.maximum(0.0, counts * m + np.sqrt(counts) * sd * rng.standard_normal(n)))
-    return BinnedWorkload("diurnal", bin_seconds, counts, sums[0], sums[1],
+    prompt, output = token_sums(counts, tokens, rng, np.random.default_rng([seed, 2]))
+    return BinnedWorkload("diurnal", bin_seconds, counts, prompt, output,
                           np.sort(tokens.prompt_tokens.astype(np.float64)),
                           np.sort(tokens.output_tokens.astype(np.float64)), MONDAY_2024)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from simulations.errors import SimulationInputError
-from simulations.trace import BinnedWorkload, Trace
+from simulations.trace import BinnedWorkload, Trace, token_sums
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 SERVEGEN_COLUMNS = ("window_start_s", "rate_rps", "iat_cv", "iat_dist", "param1", "param2")
@@ -379,9 +379,8 @@ def servegen_workload(
     rounding); inter-arrival gaps are drawn from the fitted family (Gamma: param1 = shape; Weibull: param1
     = shape) and rescaled so they fill the window: the fit's shape sets the burstiness (CV), the measured
     rate sets the count. Token lengths are not in the rate files: per bin, prompt and output token sums are
-    drawn from the `token_source` trace (the Azure conv trace): the lengths of real requests drawn from it
-    in a bin of fewer than EXACT_TOKEN_SUMS_BELOW requests, else the normal approximation of the sum of n
-    i.i.d. lengths, n·mean + sqrt(n)·sd·z, never under one token per request.
+    drawn from the `token_source` trace (the Azure conv trace) by `simulations.trace.token_sums`: the
+    lengths of real requests in a bin of a few, else the normal approximation of the sum of n lengths.
     """
     starts, clients = load_servegen_windows(directory)
     horizon = float(starts[-1] + SERVEGEN_WINDOW_SECONDS)
@@ -405,7 +404,7 @@ def servegen_workload(
                 tmp.replace(cache)
             except OSError:
                 pass  # a cache that cannot be written only costs time
-    prompt, output = _token_sums(counts, token_source, np.random.default_rng(seed + 1),
+    prompt, output = token_sums(counts, token_source, np.random.default_rng(seed + 1),
                                   np.random.default_rng([seed, 2]))
     name = _stem(Path(directory)) if Path(directory).is_file() else Path(directory).name
     return BinnedWorkload(name, bin_seconds, counts, prompt, output,
@@ -469,36 +468,6 @@ def _servegen_counts(
         t = t[t < horizon]
         counts += np.bincount((t / bin_seconds).astype(np.int64), minlength=nbins)[:nbins]
     return counts
-
-
-# Bins with fewer requests than this get the sum of that many real (prompt, output) pairs drawn from the
-# token source; from here on the normal approximation of the sum holds (the Azure conv lengths' standard
-# deviation is about their mean, so the sum of 32 is 5.7 standard deviations above zero).
-EXACT_TOKEN_SUMS_BELOW = 32
-
-
-def _token_sums(counts: np.ndarray, source: Trace, rng: np.random.Generator,
-                exact_rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Prompt and output token sums per bin. A bin of a few requests gets the sum of real lengths: the normal
-    approximation n·mean + sqrt(n)·sd·z of a heavy-tailed length is often ≤ 0 for n of 1-3, and a bin whose
-    requests carry no prompt tokens is never scheduled by the fluid fleet, which then reports an idle fleet
-    queueing for tens of seconds (servegen-mid day 10's collection gap: 202 such bins, queue times up to
-    35 s on 20 idle replicas). Every request carries at least one token of each."""
-    out = []
-    for col in (source.prompt_tokens, source.output_tokens):
-        mean, sd = float(np.mean(col)), float(np.std(col))
-        z = rng.standard_normal(len(counts))
-        out.append(np.maximum(counts, counts * mean + np.sqrt(counts) * sd * z))
-    few = np.nonzero((counts > 0) & (counts < EXACT_TOKEN_SUMS_BELOW))[0]
-    if len(few):
-        n = np.rint(counts[few]).astype(np.int64)
-        picks = (exact_rng or rng).integers(0, len(source.prompt_tokens), int(n.sum()))
-        bins = np.repeat(np.arange(len(few)), n)
-        scale = np.where(n > 0, counts[few] / np.maximum(n, 1), 0.0)  # a fractional count keeps its rate
-        for sums, col in zip(out, (source.prompt_tokens, source.output_tokens), strict=True):
-            drawn = np.bincount(bins, weights=np.maximum(1, col[picks]).astype(np.float64), minlength=len(few))
-            sums[few] = np.where(n > 0, drawn * scale, sums[few])
-    return out[0], out[1]
 
 
 def load_trace(path: str | Path, fmt: str | None = None) -> Trace:

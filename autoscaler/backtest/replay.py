@@ -104,6 +104,9 @@ def _workload(history: History, step: float) -> Any:
 
     counts, prompt, output = col(SignalName.REQUEST_RATE), col(SignalName.PROMPT_TOKENS_RATE), \
         col(SignalName.GENERATION_TOKENS_RATE)
+    # A request carries at least one prompt token. vLLM counts a request when it finishes and its prompt
+    # tokens when they are prefilled, so a step's ratio can dip under one; the fluid fleet refuses that.
+    prompt = np.maximum(prompt, counts)
     total = max(float(counts.sum()), 1e-9)
     return BinnedWorkload(
         name="prometheus-history", bin_seconds=step, counts=counts, prompt_tokens=prompt, output_tokens=output,

@@ -48,3 +48,14 @@ def test_the_warm_pool_is_billed_in_the_backtest_estimate() -> None:
     assert set(plain.ours) == set(pooled.ours) == {2}
     assert warm.gpu_hours - cold.gpu_hours == pytest.approx(cold.gpu_hours, rel=0.02)
     assert warm.attainment == cold.attainment
+
+
+def test_a_history_whose_prompt_tokens_lag_its_requests_still_replays() -> None:
+    """vLLM counts a request when it finishes and its prompt tokens when they are prefilled: a step can show
+    requests and (almost) no prompt tokens. The replay takes at least one prompt token per request instead of
+    refusing the history (the fluid fleet refuses requests without a prompt token)."""
+    h = history()
+    prompt = h.signals[SignalName.PROMPT_TOKENS_RATE]
+    prompt[10:13] = [0.0, 0.5, np.nan]
+    result = replay(policy(None), h)
+    assert result.estimate_ours is not None and result.estimate_ours.requests > 0

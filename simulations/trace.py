@@ -169,7 +169,7 @@ EXACT_TOKEN_SUMS_BELOW = 32
 
 
 def token_sums(counts: np.ndarray, source: Trace, rng: np.random.Generator,
-                exact_rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+               exact_rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Prompt and output token sums per bin. A bin of a few requests gets the sum of real lengths: the normal
     approximation n·mean + sqrt(n)·sd·z of a heavy-tailed length is often ≤ 0 for n of 1-3, and a bin whose
     requests carry no prompt tokens is never scheduled by the fluid fleet, which then reports an idle fleet

@@ -405,7 +405,7 @@ def servegen_workload(
             except OSError:
                 pass  # a cache that cannot be written only costs time
     prompt, output = token_sums(counts, token_source, np.random.default_rng(seed + 1),
-                                  np.random.default_rng([seed, 2]))
+                                np.random.default_rng([seed, 2]))
     name = _stem(Path(directory)) if Path(directory).is_file() else Path(directory).name
     return BinnedWorkload(name, bin_seconds, counts, prompt, output,
                           np.sort(token_source.prompt_tokens.astype(np.float64)),

@@ -102,7 +102,10 @@ def _suffix_key(suffix: str) -> tuple[str, int]:
 
 def _headline(file: str) -> list[tuple[str, str, dict[str, Any]]]:
     """A bench --json's headline rows as (shipped scenario name, variant suffix or "", row): `x~d3` -> x, d3."""
-    rows = json.loads(Path(file).read_text(encoding="utf-8"))["headline"]
+    data = json.loads(Path(file).read_text(encoding="utf-8"))
+    rows = data.get("headline") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise ValueError(f"{file}: no headline rows; pass the file a `bench --json` wrote")
     out = []
     for r in rows:
         name, _, suffix = Path(r["scenario"]).name.removesuffix(".yaml").partition("~")
@@ -320,14 +323,14 @@ def main(argv: list[str] | None = None) -> int:
         for p in write(a.dir, offsets):
             print(p)
     else:
-        text = summary(a.files)
-        print("\n".join(table(a.files)) + "\n\n" + text)
-        if a.readme is not None:
-            try:
+        try:
+            text = summary(a.files)
+            print("\n".join(table(a.files)) + "\n\n" + text)
+            if a.readme is not None:
                 write_readme(a.readme, text)
-            except (OSError, ValueError) as e:
-                print(f"seed_variants: {e}", file=sys.stderr)
-                return 2
+        except (OSError, ValueError, KeyError) as e:
+            print(f"seed_variants: {e}", file=sys.stderr)
+            return 2
     return 0
 
 

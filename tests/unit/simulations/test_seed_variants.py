@@ -215,3 +215,18 @@ def test_days_of_a_json_without_day_variants_is_a_one_line_error(tmp_path: Path,
     f.write_text(json.dumps({"headline": [row]}))
     assert main(["days", str(f)]) == 2
     assert "no day variants" in capsys.readouterr().err
+
+
+def test_table_of_a_missing_or_foreign_json_is_a_one_line_error(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A draw's bench still running (its --json not written yet) or a file of another kind: one line, exit 2."""
+    f = tmp_path / "shipped.json"
+    f.write_text(json.dumps({"headline": [_row("diurnal", {"reached": True, "attainment": 1.0, "gpu_hours": 1.0},
+                                               2.0)]}))
+    assert main(["table", str(f), str(tmp_path / "s2.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "s2.json" in err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"replays": []}))
+    assert main(["table", str(f), str(other)]) == 2
+    assert "other.json: no headline rows; pass the file a `bench --json` wrote" in capsys.readouterr().err

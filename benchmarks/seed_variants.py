@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -296,15 +297,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     if a.cmd == "days":
-        try:
-            text = days_summary(a.file)
-            print("\n".join(days_table(a.file)) + "\n\n" + text)
-            if a.readme is not None:
-                write_readme(a.readme, text, "days")
-        except (OSError, ValueError, KeyError) as e:
-            print(f"seed_variants: {e}", file=sys.stderr)
-            return 2
-        return 0
+        return _report(lambda: (days_table(a.file), days_summary(a.file)), a.readme, "days")
+    if a.cmd == "table":
+        return _report(lambda: (table(a.files), summary(a.files)), a.readme, "seeds")
     if a.cmd == "write":
         if a.days is not None:
             try:
@@ -322,15 +317,20 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--offsets {a.offsets!r}: write comma-separated whole numbers, e.g. 100,200")
         for p in write(a.dir, offsets):
             print(p)
-    else:
-        try:
-            text = summary(a.files)
-            print("\n".join(table(a.files)) + "\n\n" + text)
-            if a.readme is not None:
-                write_readme(a.readme, text)
-        except (OSError, ValueError, KeyError) as e:
-            print(f"seed_variants: {e}", file=sys.stderr)
-            return 2
+    return 0
+
+
+def _report(build: Callable[[], tuple[list[str], str]], readme: Path | None, marker: str) -> int:
+    """Print a table and its summary, and write the summary into `readme` between the `marker` markers; a
+    missing or foreign file is one line and exit 2."""
+    try:
+        lines, text = build()
+        print("\n".join(lines) + "\n\n" + text)
+        if readme is not None:
+            write_readme(readme, text, marker)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"seed_variants: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -169,8 +169,10 @@ EXACT_TOKEN_SUMS_BELOW = 32
 
 
 def token_sums(counts: np.ndarray, source: Trace, rng: np.random.Generator,
-               exact_rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Prompt and output token sums per bin. A bin of a few requests gets the sum of real lengths: the normal
+               exact_rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Prompt and output token sums per bin: `rng` draws the normal approximation's z for every bin (so the
+    large bins' sums do not depend on how many small ones there are), `exact_rng` the real lengths of the
+    small ones. A bin of a few requests gets the sum of real lengths: the normal
     approximation n·mean + sqrt(n)·sd·z of a heavy-tailed length is often ≤ 0 for n of 1-3, and a bin whose
     requests carry no prompt tokens is never scheduled by the fluid fleet, which then reports an idle fleet
     queueing for tens of seconds (servegen-mid day 10's collection gap: 202 such bins, queue times up to
@@ -183,9 +185,9 @@ def token_sums(counts: np.ndarray, source: Trace, rng: np.random.Generator,
     few = np.nonzero((counts > 0) & (counts < EXACT_TOKEN_SUMS_BELOW))[0]
     if len(few):
         n = np.rint(counts[few]).astype(np.int64)
-        picks = (exact_rng or rng).integers(0, len(source.prompt_tokens), int(n.sum()))
+        picks = exact_rng.integers(0, len(source.prompt_tokens), int(n.sum()))
         bins = np.repeat(np.arange(len(few)), n)
-        scale = np.where(n > 0, counts[few] / np.maximum(n, 1), 0.0)  # a fractional count keeps its rate
+        scale = counts[few] / np.maximum(n, 1)  # a fractional count keeps its rate
         for sums, col in zip(out, (source.prompt_tokens, source.output_tokens), strict=True):
             drawn = np.bincount(bins, weights=np.maximum(1, col[picks]).astype(np.float64), minlength=len(few))
             sums[few] = np.where(n > 0, drawn * scale, sums[few])

@@ -117,20 +117,20 @@ def test_servegen_missing_folder_is_an_error(tmp_path: Path) -> None:
         load_servegen_windows(tmp_path / "none")
 
 
-def _sparse_servegen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int = 5) -> tuple[Trace, BinnedWorkload]:
+def _sparse_servegen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int = 5) -> BinnedWorkload:
     """A heavy-tailed token source (lengths 1 or 1000: sd ≈ mean) at a few requests a minute, as in a
     ServeGen collection gap's edges."""
     monkeypatch.setenv("INFERENCE_AUTOSCALER_CACHE", "")
     d = _servegen_dir(tmp_path, ["0,0.05,1.0,Gamma,1.0,1.0", "600,0.05,1.0,Gamma,1.0,1.0"])
     tokens = Trace("tok", np.arange(4.0), np.array([1, 1, 1, 1000]), np.array([2, 2, 2, 500]), 0.0)
-    return tokens, servegen_workload(d, tokens, seed=seed)
+    return servegen_workload(d, tokens, seed=seed)
 
 
 def test_servegen_token_sums_of_a_few_requests_are_sums_of_real_lengths(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The normal approximation n·mean + sqrt(n)·sd·z gave 1-request bins 0 tokens (or 1,700); a bin of a
     few requests now carries the lengths of that many real requests, prompt and output drawn together."""
-    _, wl = _sparse_servegen(tmp_path, monkeypatch)
+    wl = _sparse_servegen(tmp_path, monkeypatch)
     busy = np.nonzero(wl.counts > 0)[0]
     assert len(busy) >= 40 and wl.counts.max() < 32
     n, p, o = wl.counts[busy], wl.prompt_tokens[busy], wl.output_tokens[busy]
@@ -147,7 +147,7 @@ def test_an_idle_fluid_fleet_does_not_queue_sparse_servegen_requests(
     from simulations.fluid import FluidFleet
 
     for seed in range(3):
-        _, wl = _sparse_servegen(tmp_path / str(seed), monkeypatch, seed)
+        wl = _sparse_servegen(tmp_path / str(seed), monkeypatch, seed)
         f = FluidFleet(wl, serving, COLD_START_PROFILES["warm"], initial_replicas=4)
         out = f.outcome(2.0)
         assert out.queue_p99_seconds < 0.1 and out.attainment == 1.0

@@ -27,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from forecasting.bands import FALLBACK_INFLATION, column_offsets, column_pinballs, normal_offsets
+from forecasting.bands import column_offsets, column_pinballs, normal_offsets
 from forecasting.baselines import seasonal_naive_lag
 from forecasting.config import ForecastConfig
 from forecasting.history import History
@@ -414,11 +414,8 @@ def predict(
     sorted_qs = sorted(qs)
     chosen = _choose(config, s, k, max(qs))
     if chosen is None:
-        point = s.history.last()
-        recent = s.history.to_array()[-max(1, round(3600 / config.step_seconds)) :]
-        sd = max(float(np.std(recent)), WIDE_BAND_RELATIVE * abs(point)) * FALLBACK_INFLATION
-        paths = np.full(len(steps), point)
-        offsets = np.tile(normal_offsets(sd / FALLBACK_INFLATION, 1, sorted_qs), (len(steps), 1))
+        paths = np.full(len(steps), s.history.last())
+        offsets = np.tile(_no_history_offsets(config, s, sorted_qs), (len(steps), 1))
         name = "last"
     else:
         paths = _point_path(s, chosen, steps)
@@ -508,18 +505,28 @@ def _sigma(s: ForecastState, m: int) -> float:
     return float(np.std(np.diff(recent))) if len(recent) > 2 else 0.0
 
 
+def _no_history_offsets(config: ForecastConfig, s: ForecastState, qs: Sequence[float]) -> np.ndarray:
+    """Offsets [len(qs)] of the band with no fitted model: normal, its spread the larger of the last hour's
+    standard deviation and WIDE_BAND_RELATIVE of the newest value (`normal_offsets` inflates it)."""
+    recent = s.history.to_array()[-max(1, round(3600 / config.step_seconds)) :]
+    return normal_offsets(max(float(np.std(recent)), WIDE_BAND_RELATIVE * abs(s.history.last())), 1, qs)
+
+
 def _offsets(
     config: ForecastConfig, s: ForecastState, m: int, steps: np.ndarray, qs: Sequence[float]
 ) -> np.ndarray:
-    """Band offsets [len(steps), len(qs)]: empirical error quantiles at each tracked horizon (normal
-    fallback where too few), linear in h between tracked horizons, growing like sqrt(h) beyond."""
+    """Band offsets [len(steps), len(qs)]: empirical error quantiles at each tracked horizon (where too
+    few, a normal band, never narrower than `_no_history_offsets`), linear in h between tracked horizons,
+    growing like sqrt(h) beyond."""
     layout = _layout(config)
     hs = layout.horizons
     table, short = column_offsets(s.errors[:, m, :], qs)  # every tracked horizon at once
     if short:
-        sigma = _sigma(s, m)
+        # A band the model's own errors cannot check yet is no narrower than the band with no model at
+        # all: the one-step spread grows like sqrt(h) and misses a ramp (docs/benchmarks.md, decision U).
+        sigma, floor = _sigma(s, m), _no_history_offsets(config, s, qs)
         for i in short:
-            table[i] = normal_offsets(sigma, float(hs[i]), qs)
+            table[i] = np.maximum(normal_offsets(sigma, float(hs[i]), qs), floor)
     if len(qs) == 1:
         out = np.interp(steps, hs, table[:, 0])[:, None]
     else:

@@ -124,3 +124,33 @@ def test_predict_rejects_quantiles_outside_the_unit_interval() -> None:
 def test_config_rejects_unknown_fields() -> None:
     with pytest.raises(ValueError, match="extra"):
         ForecastConfig(methd="holt")  # type: ignore[call-arg]
+
+
+def _smooth_then_fitted(minutes: int) -> tuple[ForecastConfig, ForecastState]:
+    """A nearly flat series (one-step spread 0.5 on a level of 100) for `minutes` 1-minute buckets."""
+    config = ForecastConfig()
+    rng = np.random.default_rng(7)
+    s = new_state(config)
+    for i in range(minutes + 1):
+        s = observe(config, s, i * 60.0, 100.0 + rng.normal(0.0, 0.5))
+    return config, s
+
+
+def test_a_band_its_model_cannot_check_yet_is_no_narrower_than_the_no_history_band() -> None:
+    """Decision U: 40 minutes in, the model is fitted but has no errors at a 17-minute horizon (the
+    servegen-large-cold lead time). Its one-step spread would give a band of a few percent, which misses any
+    ramp; until its own errors say otherwise the band stays as wide as with no model at all."""
+    config, s = _smooth_then_fitted(40)
+    fitted = predict(config, s, 17 * 60.0)
+    assert s.last_refit_index is not None  # fitted at minute 30
+    no_history = predict(config, observe(config, new_state(config), 0.0, s.history.last()), 17 * 60.0)
+    assert fitted.quantiles[0.9] - fitted.point >= 0.99 * (no_history.quantiles[0.9] - no_history.point)
+    assert fitted.quantiles[0.9] >= 1.3 * fitted.point  # 1.28 × 0.25 of the level, inflated by 1.5
+
+
+def test_once_its_errors_exist_the_band_is_the_measured_one() -> None:
+    """After a day of the same flat series the model's own errors at the horizon set the band: far narrower
+    than the no-history band, because this series never ramps."""
+    config, s = _smooth_then_fitted(1440)
+    fitted = predict(config, s, 17 * 60.0)
+    assert fitted.quantiles[0.9] < 1.1 * fitted.point

@@ -104,10 +104,13 @@ def _ref_offsets(
 ) -> np.ndarray:
     hs = _ref_horizons(config)
     sigma = _ref_sigma(s, m)
+    recent = s.history.to_array()[-max(1, round(3600 / config.step_seconds)) :]
+    sd = max(float(np.std(recent)), WIDE_BAND_RELATIVE * abs(s.history.last()))
+    no_model = normal_offsets(sd, 1, qs)  # decision U: a band not yet checked is no narrower than this
     table = np.empty((len(hs), len(qs)))
     for i, h in enumerate(hs):
         emp = empirical_offsets(s.errors[:, m, i], qs)
-        table[i] = emp if emp is not None else normal_offsets(sigma, float(h), qs)
+        table[i] = emp if emp is not None else np.maximum(normal_offsets(sigma, float(h), qs), no_model)
     out = np.empty((len(steps), len(qs)))
     for j in range(len(qs)):
         out[:, j] = np.interp(steps, hs, table[:, j])

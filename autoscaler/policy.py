@@ -190,7 +190,7 @@ class CapacitySpec(_Spec):
     max_concurrency: int | None = Field(
         default=None, ge=1, le=1_000_000, description="sequences one replica runs at once"
     )
-    target_utilization: float = Field(default=0.75, gt=0, le=1)
+    target_utilization: float = Field(default=0.65, gt=0, le=1)
     learn: bool = True
     learn_min_factor: float = Field(
         default=0.5, gt=0, le=1,

@@ -188,7 +188,7 @@ FAMILIES: dict[str, Family] = {
     # provisions for a 5x step (flash-crowd 86.8% at 0.2, 99.99% at 0.1), so the frontier could not show
     # ours' costly end on step bursts; 0.05 spans it (docs/benchmarks.md, "Decision changes").
     "ours": Family(
-        "ours", MainKnob("target_utilization", 0.75, 0.05, 1.0, "cheaper_up", unit="share of learned capacity"),
+        "ours", MainKnob("target_utilization", 0.65, 0.05, 1.0, "cheaper_up", unit="share of learned capacity"),
         knobs=(Knob("min_replicas", ("policy", 1, 2, 4), "replicas.min (policy: the policy file's own)"),),
         build=lambda v, s, c: _make_ours(v, c.policy, s["min_replicas"]),
         description="the decision core; its frontier sweeps capacity.targetUtilization"),

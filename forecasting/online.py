@@ -516,14 +516,15 @@ def _offsets(
     config: ForecastConfig, s: ForecastState, m: int, steps: np.ndarray, qs: Sequence[float]
 ) -> np.ndarray:
     """Band offsets [len(steps), len(qs)]: empirical error quantiles at each tracked horizon (where too
-    few, a normal band, never narrower than `_no_history_offsets`), linear in h between tracked horizons,
-    growing like sqrt(h) beyond."""
+    few, a normal band whose upper quantiles reach at least `_no_history_offsets`'), linear in h between
+    tracked horizons, growing like sqrt(h) beyond."""
     layout = _layout(config)
     hs = layout.horizons
     table, short = column_offsets(s.errors[:, m, :], qs)  # every tracked horizon at once
     if short:
-        # A band the model's own errors cannot check yet is no narrower than the band with no model at
-        # all: the one-step spread grows like sqrt(h) and misses a ramp (docs/benchmarks.md, decision U).
+        # A band the model's own errors cannot check yet reaches no lower above the point than the band with
+        # no model at all: the one-step spread grows like sqrt(h) and misses a ramp (docs/benchmarks.md,
+        # decision U). Only the upper side is floored (the maximum); every caller asks for q >= 0.5.
         sigma, floor = _sigma(s, m), _no_history_offsets(config, s, qs)
         for i in short:
             table[i] = np.maximum(normal_offsets(sigma, float(hs[i]), qs), floor)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from autoscaler.policy import PolicySpec
+from autoscaler.policy import CapacitySpec, PolicySpec
 from simulations.autoscalers.base import Autoscaler
 from simulations.autoscalers.hpa import Hpa, parse_policy
 from simulations.autoscalers.keda import Keda
@@ -38,6 +38,8 @@ from simulations.scenario import Scenario
 from simulations.trace import BinnedWorkload, Trace
 
 Direction = Literal["cheaper_up", "costlier_up"]
+# ours' searched knob starts where the policy field's own default is (one number, not two kept in step)
+_DEFAULT_TARGET_UTILIZATION: float = CapacitySpec.model_fields["target_utilization"].default
 Value = float | int | str
 
 
@@ -188,7 +190,8 @@ FAMILIES: dict[str, Family] = {
     # provisions for a 5x step (flash-crowd 86.8% at 0.2, 99.99% at 0.1), so the frontier could not show
     # ours' costly end on step bursts; 0.05 spans it (docs/benchmarks.md, "Decision changes").
     "ours": Family(
-        "ours", MainKnob("target_utilization", 0.65, 0.05, 1.0, "cheaper_up", unit="share of learned capacity"),
+        "ours", MainKnob("target_utilization", _DEFAULT_TARGET_UTILIZATION, 0.05, 1.0, "cheaper_up",
+                         unit="share of learned capacity"),
         knobs=(Knob("min_replicas", ("policy", 1, 2, 4), "replicas.min (policy: the policy file's own)"),),
         build=lambda v, s, c: _make_ours(v, c.policy, s["min_replicas"]),
         description="the decision core; its frontier sweeps capacity.targetUtilization"),

@@ -2,9 +2,11 @@
 
 One job = one scenario × one policy family × one setting of its secondary knobs: a search
 (`simulations.search`) for the cheapest main-knob value reaching 99% attainment, or, for `ours`, one
-replay of the shipped default policy (also with its priors scaled, e.g. ×0.7 and ×1.3). Jobs run on an
-`Executor` (processes by default); each returns plain data, so the result does not depend on where or in
-which order jobs ran. A failing job comes back as a `JobError` carrying one line, whatever the executor.
+replay of the shipped default policy (also with its priors scaled, e.g. ×0.7 and ×1.3), or one replay of a
+family at a given main-knob value (a "fixed" job: benchmarks/transfer.py replays the settings one search
+found on other traffic). Jobs run on an `Executor` (processes by default); each returns plain data, so the
+result does not depend on where or in which order jobs ran. A failing job comes back as a `JobError`
+carrying one line, whatever the executor.
 
 `headline` turns the job records into the per-scenario table (`simulations.bench_report` renders it).
 """
@@ -68,11 +70,12 @@ class JobError(Exception):
 class Job:
     scenario: str  # a name or a YAML path
     family: str  # ours | oracle | static | hpa | keda | kpa
-    kind: str  # "search" | "default" (ours as shipped)
+    kind: str  # "search" | "default" (ours as shipped) | "fixed" (the family at `value`, no search)
     secondary: Secondary
     quick: bool
     policy_file: str
     priors_scale: float = 1.0
+    value: float | None = None  # the main knob's value for a "fixed" job
 
     @property
     def title(self) -> str:
@@ -154,8 +157,11 @@ def _run_job(job: Job) -> dict[str, Any]:
     record: dict[str, Any] = {"scenario": sc.name, "family": job.family, "kind": job.kind,
                               "secondary": dict(job.secondary), "priors_scale": job.priors_scale,
                               "fleet_mode": mode, "quick": job.quick}
-    if job.kind == "default":
-        r = _run_record(job, None, None, sc, wl, policy)
+    if job.kind in ("default", "fixed"):
+        if job.kind == "fixed" and job.value is None:
+            raise JobError(f"{job.title}: a fixed replay needs the main knob's value", user_error=True)
+        knob = main_knob(job.family, job.secondary, job.quick) if job.kind == "fixed" else None
+        r = _run_record(job, knob, job.value, sc, wl, policy)
         record.update(points=[r], winner=r, reached=r["attainment"] >= TARGET, knob=None, exact=None,
                       monotone=None, violations=[], stopped_by="")
     else:

@@ -1,0 +1,169 @@
+"""Does a baseline's tuning hold on traffic it was not tuned on?
+
+The bench searches every baseline to its cheapest setting on the very replay it is scored on: hindsight no
+operator has (the "Other seeds" and "Other days" runs search each baseline again on each draw and day).
+Ours is never tuned per replay. An operator tunes once, on the traffic they have, and runs that setting on
+the traffic that comes. This script does that: it takes each baseline's setting from one bench run (the
+shipped seeds: `bench --quick --json shipped.json`) and replays it unchanged on every variant in the given
+directories (other draws and other days, written by `seed_variants.py write`), beside ours as shipped:
+
+    python benchmarks/transfer.py shipped.json seeds days --json transfer.json [--workers 2] [--readme README.md]
+
+It prints one row per variant (GPU-hours and attainment per family; ✗ under 99%), then per scenario how
+many variants each family's carried-over setting keeps at 99%, and ours' GPU-hours against the setting the
+shipped seed's cheapest baseline used. `--readme` writes the summary between the README's
+`<!-- transfer:start -->` and `<!-- transfer:end -->` markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
+
+from benchmarks.seed_variants import write_readme
+from simulations.bench import BASELINES, TARGET, Job, default_policy_file, run_jobs
+
+FAMILIES = ("ours", *BASELINES)
+
+
+Setting = tuple[float, tuple[tuple[str, Any], ...]]  # (main-knob value, secondary settings)
+
+
+def settings(shipped: dict[str, Any]) -> dict[str, dict[str, Setting]]:
+    """Per shipped scenario, per baseline: the setting of its cheapest search reaching the target in that
+    bench run (the headline's choice); a family that reached nothing there is left out."""
+    found: dict[str, dict[str, tuple[float, Setting]]] = {}
+    for rec in shipped.get("jobs", []):
+        fam, win = rec.get("family"), rec.get("winner") or {}
+        if rec.get("kind") != "search" or fam not in BASELINES or not rec.get("reached"):
+            continue
+        best = found.setdefault(rec["scenario"], {})
+        if fam not in best or win["gpu_hours"] < best[fam][0]:
+            best[fam] = (win["gpu_hours"], (float(win["value"]), tuple(rec["secondary"].items())))
+    return {n: {f: v[1] for f, v in fams.items()} for n, fams in found.items()}
+
+
+def cheapest(shipped: dict[str, Any]) -> dict[str, str]:
+    """Per shipped scenario: the baseline the headline compares ours with (its cheapest tuned baseline)."""
+    return {row["scenario"]: row["best_baseline"] for row in shipped.get("headline", []) if row.get("best_baseline")}
+
+
+def variants(dirs: list[Path], names: set[str]) -> list[tuple[str, Path]]:
+    """(shipped scenario, variant file) for every NAME~suffix.yaml in `dirs` whose NAME is a shipped scenario."""
+    out = []
+    for d in dirs:
+        files = sorted(d.glob("*~*.yaml"))
+        if not files:
+            raise FileNotFoundError(f"{d}: no scenario variants; run `seed_variants.py write {d}` first")
+        out += [(p.stem.split("~", 1)[0], p) for p in files if p.stem.split("~", 1)[0] in names]
+    return out
+
+
+def jobs(cells: list[tuple[str, Path]], chosen: dict[str, dict[str, Setting]], policy_file: str) -> list[Job]:
+    out = []
+    for name, path in cells:
+        out.append(Job(str(path), "ours", "default", (), True, policy_file))
+        for fam, (value, secondary) in chosen.get(name, {}).items():
+            out.append(Job(str(path), fam, "fixed", secondary, True, policy_file, value=value))
+    return out
+
+
+def _cell(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return "–"
+    w = r["winner"]
+    if w["attainment"] >= TARGET:
+        return f"{w['gpu_hours']:.2f}"
+    return f"✗ {w['attainment'] * 100:.1f}% ({w['gpu_hours']:.2f})"
+
+
+def table(records: list[dict[str, Any]]) -> list[str]:
+    by = {(r["scenario"], r["family"]): r for r in records}
+    rows = list(dict.fromkeys(r["scenario"] for r in records))
+    lines = ["| variant | " + " | ".join(FAMILIES) + " |", "|---|" + "---|" * len(FAMILIES)]
+    lines += [f"| {v} | " + " | ".join(_cell(by.get((v, f))) for f in FAMILIES) + " |" for v in rows]
+    return lines
+
+
+def summary(records: list[dict[str, Any]], best: dict[str, str]) -> tuple[list[str], str]:
+    """Per shipped scenario: variants at 99% per family, and ours ÷ the shipped seed's cheapest baseline where
+    both reach it. Returns the table's lines and the README's paragraph."""
+    by = {(r["scenario"], r["family"]): r for r in records}
+    groups: dict[str, list[str]] = {}
+    for v in dict.fromkeys(r["scenario"] for r in records):
+        groups.setdefault(v.split("~", 1)[0], []).append(v)
+    head = ["scenario (variants)", *(f"{f} at 99%" for f in FAMILIES), "shipped seed's cheapest baseline",
+            "ours ÷ it where both reach 99%: median (range)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
+    parts, held_total, ours_total, n_total = [], 0, 0, 0
+    for name, vs in groups.items():
+        def ok(v: str, f: str) -> bool:
+            r = by.get((v, f))
+            return r is not None and r["winner"]["attainment"] >= TARGET
+        counts = [f"{sum(ok(v, f) for v in vs)}/{len(vs)}" if any((v, f) in by for v in vs) else "–"
+                  for f in FAMILIES]
+        b = best.get(name)
+        ratios = [by[(v, "ours")]["winner"]["gpu_hours"] / by[(v, b)]["winner"]["gpu_hours"]
+                  for v in vs if b and ok(v, "ours") and ok(v, b)]
+        ratio = f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})" if ratios else "–"
+        lines.append(f"| {name} ({len(vs)}) | " + " | ".join(counts) + f" | {b or '–'} | {ratio} |")
+        if b:
+            held = sum(ok(v, b) for v in vs)
+            ours = sum(ok(v, "ours") for v in vs)
+            held_total, ours_total, n_total = held_total + held, ours_total + ours, n_total + len(vs)
+            part = f"{name}: {b} {held}/{len(vs)}, ours {ours}/{len(vs)}"
+            if ratios:
+                part += f" (ours {statistics.median(ratios):.2f}× its GPU-hours, median)"
+            parts.append(part)
+    text = (f"Tuned once, on the shipped seed, and replayed unchanged on {n_total} other draws and days, the "
+            f"baseline each headline row compares with keeps 99% on {held_total} of them; ours, never tuned, on "
+            f"{ours_total}. By scenario: " + "; ".join(parts) + ". See \"Baselines tuned once\" in "
+            "[`docs/benchmarks.md`](docs/benchmarks.md) for the table and the command.")
+    return lines, text
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("shipped", type=Path, help="the bench --json whose settings are carried over")
+    ap.add_argument("dirs", nargs="+", type=Path, help="directories of scenario variants (seed_variants.py write)")
+    ap.add_argument("--json", type=Path, help="write every replay's record here")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--policy", default=None, help="ours' policy file (default: the bench's default policy)")
+    ap.add_argument("--readme", type=Path, help="also write the summary into this README between the transfer markers")
+    a = ap.parse_args(argv)
+    try:
+        shipped = json.loads(a.shipped.read_text(encoding="utf-8"))
+        chosen = settings(shipped)
+        if not chosen:
+            raise ValueError(f"{a.shipped}: no baseline search reaching {TARGET:.0%}; give a `bench --json` file")
+        cells = variants(a.dirs, set(chosen))
+        if not cells:
+            raise FileNotFoundError(f"{', '.join(map(str, a.dirs))}: no variant of a scenario in {a.shipped}")
+        todo = jobs(cells, chosen, a.policy or default_policy_file())
+        done = [0]
+
+        def progress(i: int, job: Job, rec: dict[str, Any]) -> None:
+            done[0] += 1
+            print(f"[{done[0]}/{len(todo)}] {job.title}", file=sys.stderr, flush=True)
+
+        records = run_jobs(todo, max(1, a.workers), on_done=progress)
+        if a.json:
+            a.json.write_text(json.dumps({"shipped": str(a.shipped), "records": records}, indent=1), encoding="utf-8")
+        lines, text = summary(records, cheapest(shipped))
+        print("\n".join(table(records)) + "\n\n" + "\n".join(lines) + "\n\n" + text)
+        if a.readme is not None:
+            write_readme(a.readme, text, "transfer")
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+        print(f"transfer: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

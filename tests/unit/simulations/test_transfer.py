@@ -1,0 +1,102 @@
+"""Baselines tuned once (benchmarks/transfer.py): which setting is carried over, how it is replayed, the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.transfer import main, settings, summary, table
+from simulations.bench import Job, JobError, default_policy_file, run_job
+
+TINY = """name: tiny
+trace: {format: azure, path: "bundled:azure_code_slice.csv", limit_seconds: 600}
+fidelity: request
+cold_start: warm
+initial_replicas: 2
+quick_limit_seconds: 600
+"""
+
+
+def _search(scenario: str, family: str, value: float, gpu_hours: float, reached: bool,
+            secondary: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"scenario": scenario, "family": family, "kind": "search", "secondary": secondary or {},
+            "reached": reached, "winner": {"value": value, "gpu_hours": gpu_hours,
+                                           "attainment": 0.995 if reached else 0.9}}
+
+
+def test_the_setting_carried_over_is_each_baselines_cheapest_search_that_reached_the_target() -> None:
+    shipped = {"jobs": [
+        _search("a", "hpa", 0.3, 50.0, True, {"signal": "queue_p90"}),
+        _search("a", "hpa", 40.0, 30.0, True, {"signal": "running"}),
+        _search("a", "hpa", 9.0, 10.0, False, {"signal": "waiting"}),  # cheaper, but missed: not a setting
+        _search("a", "static", 4.0, 8.0, False),
+        _search("a", "ours", 0.8, 5.0, True),  # ours is never carried over: it runs as shipped
+        {"scenario": "a", "family": "ours", "kind": "default", "secondary": {}, "reached": True,
+         "winner": {"value": None, "gpu_hours": 6.0, "attainment": 0.999}},
+    ]}
+    assert settings(shipped) == {"a": {"hpa": (40.0, (("signal", "running"),))}}
+
+
+def _rec(scenario: str, family: str, attainment: float, gpu_hours: float) -> dict[str, Any]:
+    return {"scenario": scenario, "family": family, "winner": {"attainment": attainment, "gpu_hours": gpu_hours}}
+
+
+def test_the_summary_counts_variants_kept_at_99_and_prices_ours_against_the_shipped_seeds_cheapest() -> None:
+    recs = [_rec("a~s1", "ours", 0.995, 12.0), _rec("a~s1", "kpa", 0.985, 9.0), _rec("a~s1", "static", 0.992, 10.0),
+            _rec("a~d2", "ours", 0.991, 8.0), _rec("a~d2", "kpa", 0.993, 10.0), _rec("a~d2", "static", 0.98, 10.0)]
+    lines, text = summary(recs, {"a": "kpa"})
+    assert lines[2] == "| a (2) | 2/2 | 1/2 | – | – | 1/2 | kpa | 0.80 (0.80–0.80) |"
+    assert "keeps 99% on 1 of them; ours, never tuned, on 2" in text and "a: kpa 1/2, ours 2/2" in text
+    rows = table(recs)
+    assert rows[2] == "| a~s1 | 12.00 | 10.00 | – | – | ✗ 98.5% (9.00) |"
+
+
+def test_a_fixed_job_replays_the_family_at_the_value_it_is_given(tmp_path: Path) -> None:
+    tiny = tmp_path / "tiny.yaml"
+    tiny.write_text(TINY)
+    pf = default_policy_file()
+    searched = run_job(Job(str(tiny), "static", "search", (), True, pf))
+    for point in searched["points"]:  # every replica count the search visited, replayed on its own
+        fixed = run_job(Job(str(tiny), "static", "fixed", (), True, pf, value=point["value"]))
+        assert len(fixed["points"]) == 1 and fixed["winner"]["setting"] == f"replicas={point['value']:g}"
+        assert (fixed["winner"]["gpu_hours"], fixed["winner"]["attainment"]) == (point["gpu_hours"],
+                                                                                 point["attainment"])
+        assert fixed["reached"] == (point["attainment"] >= 0.99)
+    with pytest.raises(JobError, match="needs the main knob's value"):
+        run_job(Job(str(tiny), "static", "fixed", (), True, pf))
+
+
+def test_main_replays_the_shipped_settings_on_each_variant_beside_ours(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    variants = tmp_path / "v"
+    variants.mkdir()
+    (variants / "tiny~s1.yaml").write_text(TINY.replace("name: tiny", "name: tiny~s1\nseed: 101"))
+    (variants / "other~s1.yaml").write_text(TINY.replace("name: tiny", "name: other~s1"))  # not in shipped: skipped
+    shipped = tmp_path / "shipped.json"
+    shipped.write_text(json.dumps({"jobs": [_search("tiny", "static", 3, 0.5, True)],
+                                   "headline": [{"scenario": "tiny", "best_baseline": "static"}]}))
+    out = tmp_path / "t.json"
+    assert main([str(shipped), str(variants), "--json", str(out), "--workers", "1"]) == 0
+    printed = capsys.readouterr().out
+    recs = json.loads(out.read_text())["records"]
+    assert sorted((r["scenario"], r["family"]) for r in recs) == [("tiny~s1", "ours"), ("tiny~s1", "static")]
+    static = next(r for r in recs if r["family"] == "static")
+    assert static["kind"] == "fixed" and static["winner"]["setting"] == "replicas=3"
+    assert "| tiny (1) |" in printed and "Tuned once, on the shipped seed" in printed
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shipped = tmp_path / "shipped.json"
+    shipped.write_text(json.dumps({"jobs": [_search("tiny", "static", 3, 0.5, True)]}))
+    assert main([str(shipped), str(tmp_path / "empty")]) == 2
+    assert "seed_variants.py write" in capsys.readouterr().err
+    shipped.write_text("{not json")
+    assert main([str(shipped), str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("transfer: ") and err.count("\n") == 1
+    shipped.write_text(json.dumps({"jobs": []}))
+    assert main([str(shipped), str(tmp_path)]) == 2
+    assert "no baseline search reaching 99%" in capsys.readouterr().err

@@ -8,6 +8,7 @@ shipped seeds: `bench --quick --json shipped.json`) and replays it unchanged on 
 directories (other draws and other days, written by `seed_variants.py write`), beside ours as shipped:
 
     python benchmarks/transfer.py shipped.json seeds days --json transfer.json [--workers 2] [--readme README.md]
+    python benchmarks/transfer.py shipped.json --from transfer.json [--readme README.md]   # report it again
 
 It prints one row per variant (GPU-hours and attainment per family; ✗ under 99%), then per scenario how
 many variants each family's carried-over setting keeps at 99%, and ours' GPU-hours against the setting the
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 
 from benchmarks.seed_variants import write_readme
 from simulations.bench import BASELINES, TARGET, Job, default_policy_file, run_jobs
+from simulations.scenario import bench_scenario_names
 
 FAMILIES = ("ours", *BASELINES)
 
@@ -98,6 +100,8 @@ def summary(records: list[dict[str, Any]], best: dict[str, str]) -> tuple[list[s
     groups: dict[str, list[str]] = {}
     for v in dict.fromkeys(r["scenario"] for r in records):
         groups.setdefault(v.split("~", 1)[0], []).append(v)
+    order = {n: i for i, n in enumerate(bench_scenario_names())}
+    groups = dict(sorted(groups.items(), key=lambda kv: order.get(kv[0], len(order))))
     head = ["scenario (variants)", *(f"{f} at 99%" for f in FAMILIES), "shipped seed's cheapest baseline",
             "ours ÷ it where both reach 99%: median (range)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
@@ -128,32 +132,44 @@ def summary(records: list[dict[str, Any]], best: dict[str, str]) -> tuple[list[s
     return lines, text
 
 
+def _replay(dirs: list[Path], chosen: dict[str, dict[str, Setting]], policy_file: str,
+            workers: int) -> list[dict[str, Any]]:
+    cells = variants(dirs, set(chosen))
+    if not cells:
+        raise FileNotFoundError(f"{', '.join(map(str, dirs))}: no variant of a scenario the bench run searched")
+    todo = jobs(cells, chosen, policy_file)
+    done = [0]
+
+    def progress(i: int, job: Job, rec: dict[str, Any]) -> None:
+        done[0] += 1
+        print(f"[{done[0]}/{len(todo)}] {job.title}", file=sys.stderr, flush=True)
+
+    return run_jobs(todo, max(1, workers), on_done=progress)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("shipped", type=Path, help="the bench --json whose settings are carried over")
-    ap.add_argument("dirs", nargs="+", type=Path, help="directories of scenario variants (seed_variants.py write)")
+    ap.add_argument("dirs", nargs="*", type=Path, help="directories of scenario variants (seed_variants.py write)")
     ap.add_argument("--json", type=Path, help="write every replay's record here")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--policy", default=None, help="ours' policy file (default: the bench's default policy)")
     ap.add_argument("--readme", type=Path, help="also write the summary into this README between the transfer markers")
+    ap.add_argument("--from", dest="saved", type=Path, default=None,
+                    help="report the records of an earlier --json instead of replaying (DIRS are then not read)")
     a = ap.parse_args(argv)
+    if not a.dirs and a.saved is None:
+        ap.error("give the directories of scenario variants (seed_variants.py write DIR), or --from an earlier --json")
     try:
         shipped = json.loads(a.shipped.read_text(encoding="utf-8"))
         chosen = settings(shipped)
         if not chosen:
             raise ValueError(f"{a.shipped}: no baseline search reaching {TARGET:.0%}; give a `bench --json` file")
-        cells = variants(a.dirs, set(chosen))
-        if not cells:
-            raise FileNotFoundError(f"{', '.join(map(str, a.dirs))}: no variant of a scenario in {a.shipped}")
-        todo = jobs(cells, chosen, a.policy or default_policy_file())
-        done = [0]
-
-        def progress(i: int, job: Job, rec: dict[str, Any]) -> None:
-            done[0] += 1
-            print(f"[{done[0]}/{len(todo)}] {job.title}", file=sys.stderr, flush=True)
-
-        records = run_jobs(todo, max(1, a.workers), on_done=progress)
-        if a.json:
+        if a.saved is not None:
+            records = json.loads(a.saved.read_text(encoding="utf-8"))["records"]
+        else:
+            records = _replay(a.dirs, chosen, a.policy or default_policy_file(), a.workers)
+        if a.json and a.saved is None:
             a.json.write_text(json.dumps({"shipped": str(a.shipped), "records": records}, indent=1), encoding="utf-8")
         lines, text = summary(records, cheapest(shipped))
         print("\n".join(table(records)) + "\n\n" + "\n".join(lines) + "\n\n" + text)

@@ -100,3 +100,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     shipped.write_text(json.dumps({"jobs": []}))
     assert main([str(shipped), str(tmp_path)]) == 2
     assert "no baseline search reaching 99%" in capsys.readouterr().err
+
+
+def test_a_saved_run_is_reported_again_without_replaying(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shipped = tmp_path / "shipped.json"
+    shipped.write_text(json.dumps({"jobs": [_search("a", "kpa", 100.0, 9.0, True)],
+                                   "headline": [{"scenario": "a", "best_baseline": "kpa"}]}))
+    saved = tmp_path / "t.json"
+    saved.write_text(json.dumps({"records": [_rec("a~s1", "ours", 0.995, 12.0), _rec("a~s1", "kpa", 0.992, 10.0)]}))
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- transfer:start -->\nold\n<!-- transfer:end -->\ny\n")
+    assert main([str(shipped), "--from", str(saved), "--readme", str(readme)]) == 0
+    assert "| a (1) | 1/1 | – | – | – | 1/1 | kpa | 1.20 (1.20–1.20) |" in capsys.readouterr().out
+    text = readme.read_text()
+    assert "old" not in text and "keeps 99% on 1 of them; ours, never tuned, on 1" in text
+    with pytest.raises(SystemExit):
+        main([str(shipped)])  # neither variants nor a saved run

@@ -48,10 +48,20 @@ def test_the_summary_counts_variants_kept_at_99_and_prices_ours_against_the_ship
     recs = [_rec("a~s1", "ours", 0.995, 12.0), _rec("a~s1", "kpa", 0.985, 9.0), _rec("a~s1", "static", 0.992, 10.0),
             _rec("a~d2", "ours", 0.991, 8.0), _rec("a~d2", "kpa", 0.993, 10.0), _rec("a~d2", "static", 0.98, 10.0)]
     lines, text = summary(recs, {"a": "kpa"})
-    assert lines[2] == "| a (2) | 2/2 | 1/2 | – | – | 1/2 | kpa | 0.80 (0.80–0.80) |"
+    assert lines[2] == "| a (2) | 2/2 | 1/2 | – | – | 1/2 | kpa | 0.80 (0.80–0.80) | none | – |"
     assert "keeps 99% on 1 of them; ours, never tuned, on 2" in text and "a: kpa 1/2, ours 2/2" in text
     rows = table(recs)
     assert rows[2] == "| a~s1 | 12.00 | 10.00 | – | – | ✗ 98.5% (9.00) |"
+
+
+def test_ours_is_priced_against_the_cheapest_baseline_that_kept_every_variant_over_the_ones_ours_keeps() -> None:
+    recs = [_rec("a~s1", "ours", 0.995, 6.0), _rec("a~s1", "static", 0.992, 10.0), _rec("a~s1", "hpa", 0.999, 8.0),
+            _rec("a~s2", "ours", 0.980, 3.0), _rec("a~s2", "static", 0.993, 10.0), _rec("a~s2", "hpa", 0.995, 9.0),
+            _rec("a~s3", "ours", 0.996, 6.0), _rec("a~s3", "static", 0.991, 10.0), _rec("a~s3", "hpa", 0.97, 1.0)]
+    lines, text = summary(recs, {"a": "hpa"})
+    # static kept all three (hpa missed s3); ours kept s1 and s3: 12 GPU-h against static's 20 there
+    assert lines[2].endswith("| static | 0.60 (over the 2 ours keeps; it misses 1) |")
+    assert "a: hpa 2/3, ours 2/3, ours 0.60× static over the 2 ours keeps" in text
 
 
 def test_a_fixed_job_replays_the_family_at_the_value_it_is_given(tmp_path: Path) -> None:
@@ -111,7 +121,7 @@ def test_a_saved_run_is_reported_again_without_replaying(tmp_path: Path, capsys:
     readme = tmp_path / "README.md"
     readme.write_text("x\n<!-- transfer:start -->\nold\n<!-- transfer:end -->\ny\n")
     assert main([str(shipped), "--from", str(saved), "--readme", str(readme)]) == 0
-    assert "| a (1) | 1/1 | – | – | – | 1/1 | kpa | 1.20 (1.20–1.20) |" in capsys.readouterr().out
+    assert "| a (1) | 1/1 | – | – | – | 1/1 | kpa | 1.20 (1.20–1.20) | kpa | 1.20 |" in capsys.readouterr().out
     text = readme.read_text()
     assert "old" not in text and "keeps 99% on 1 of them; ours, never tuned, on 1" in text
     with pytest.raises(SystemExit):

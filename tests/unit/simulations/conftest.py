@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -25,3 +27,22 @@ def poisson_trace(rate: float, seconds: float, seed: int = 0, prompt: int = 1000
 @pytest.fixture
 def serving() -> ServingProfile:
     return ServingProfile()
+
+
+# A 10-minute slice of the bundled Azure code trace, request-level and warm: a scenario a bench job replays in
+# about a second.
+TINY = """name: tiny
+trace: {format: azure, path: "bundled:azure_code_slice.csv", limit_seconds: 600}
+fidelity: request
+cold_start: warm
+initial_replicas: 2
+quick_limit_seconds: 600
+"""
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> str:
+    """The path of the tiny scenario, written into the test's own folder."""
+    p = tmp_path / "tiny.yaml"
+    p.write_text(TINY)
+    return str(p)

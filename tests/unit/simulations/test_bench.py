@@ -29,27 +29,12 @@ from simulations.bench import (
 from simulations.bench_report import markdown, readme_summary
 from simulations.runner import run
 
-TINY = """name: tiny
-trace: {format: azure, path: "bundled:azure_code_slice.csv", limit_seconds: 600}
-fidelity: request
-cold_start: warm
-initial_replicas: 2
-quick_limit_seconds: 600
-"""
-
 
 def strict_loads(text: str) -> Any:
     def bad(name: str) -> None:
         raise ValueError(f"not JSON: {name}")
 
     return json.loads(text, parse_constant=bad)
-
-
-@pytest.fixture
-def tiny(tmp_path: Path) -> str:
-    p = tmp_path / "tiny.yaml"
-    p.write_text(TINY)
-    return str(p)
 
 
 def _strip_times(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -74,9 +59,9 @@ def test_records_do_not_depend_on_the_number_of_workers(tiny: str) -> None:
     assert any(p["value"] == n - 1 and p["attainment"] < 0.99 for p in static["points"]) or n == 1
 
 
-def test_a_failing_job_is_one_line_the_same_with_any_workers(tmp_path: Path) -> None:
+def test_a_failing_job_is_one_line_the_same_with_any_workers(tiny: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(TINY.replace("bundled:azure_code_slice.csv", str(tmp_path / "missing.csv")))
+    bad.write_text(Path(tiny).read_text().replace("bundled:azure_code_slice.csv", str(tmp_path / "missing.csv")))
     outs = []
     for w in ("1", "2"):
         res = CliRunner().invoke(main, ["bench", "--quick", "--scenarios", str(bad), "--workers", w])

@@ -11,14 +11,6 @@ import pytest
 from benchmarks.transfer import main, settings, summary, table
 from simulations.bench import Job, JobError, default_policy_file, run_job
 
-TINY = """name: tiny
-trace: {format: azure, path: "bundled:azure_code_slice.csv", limit_seconds: 600}
-fidelity: request
-cold_start: warm
-initial_replicas: 2
-quick_limit_seconds: 600
-"""
-
 
 def _search(scenario: str, family: str, value: float, gpu_hours: float, reached: bool,
             secondary: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -64,27 +56,26 @@ def test_ours_is_priced_against_the_cheapest_baseline_that_kept_every_variant_ov
     assert "a: hpa 2/3, ours 2/3, ours 0.60× static over the 2 ours keeps" in text
 
 
-def test_a_fixed_job_replays_the_family_at_the_value_it_is_given(tmp_path: Path) -> None:
-    tiny = tmp_path / "tiny.yaml"
-    tiny.write_text(TINY)
+def test_a_fixed_job_replays_the_family_at_the_value_it_is_given(tiny: str) -> None:
     pf = default_policy_file()
-    searched = run_job(Job(str(tiny), "static", "search", (), True, pf))
+    searched = run_job(Job(tiny, "static", "search", (), True, pf))
     for point in searched["points"]:  # every replica count the search visited, replayed on its own
-        fixed = run_job(Job(str(tiny), "static", "fixed", (), True, pf, value=point["value"]))
+        fixed = run_job(Job(tiny, "static", "fixed", (), True, pf, value=point["value"]))
         assert len(fixed["points"]) == 1 and fixed["winner"]["setting"] == f"replicas={point['value']:g}"
         assert (fixed["winner"]["gpu_hours"], fixed["winner"]["attainment"]) == (point["gpu_hours"],
                                                                                  point["attainment"])
         assert fixed["reached"] == (point["attainment"] >= 0.99)
     with pytest.raises(JobError, match="needs the main knob's value"):
-        run_job(Job(str(tiny), "static", "fixed", (), True, pf))
+        run_job(Job(tiny, "static", "fixed", (), True, pf))
 
 
-def test_main_replays_the_shipped_settings_on_each_variant_beside_ours(tmp_path: Path,
+def test_main_replays_the_shipped_settings_on_each_variant_beside_ours(tiny: str, tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     variants = tmp_path / "v"
     variants.mkdir()
-    (variants / "tiny~s1.yaml").write_text(TINY.replace("name: tiny", "name: tiny~s1\nseed: 101"))
-    (variants / "other~s1.yaml").write_text(TINY.replace("name: tiny", "name: other~s1"))  # not in shipped: skipped
+    text = Path(tiny).read_text()
+    (variants / "tiny~s1.yaml").write_text(text.replace("name: tiny", "name: tiny~s1\nseed: 101"))
+    (variants / "other~s1.yaml").write_text(text.replace("name: tiny", "name: other~s1"))  # not in shipped: skipped
     shipped = tmp_path / "shipped.json"
     shipped.write_text(json.dumps({"jobs": [_search("tiny", "static", 3, 0.5, True)],
                                    "headline": [{"scenario": "tiny", "best_baseline": "static"}]}))

@@ -11,8 +11,9 @@ directories (other draws and other days, written by `seed_variants.py write`), b
     python benchmarks/transfer.py shipped.json --from transfer.json [--readme README.md]   # report it again
 
 It prints one row per variant (GPU-hours and attainment per family; ✗ under 99%), then per scenario how
-many variants each family's carried-over setting keeps at 99%, and ours' GPU-hours against the setting the
-shipped seed's cheapest baseline used. `--readme` writes the summary between the README's
+many variants each family's carried-over setting keeps at 99%, ours' GPU-hours against the shipped seed's
+cheapest baseline where both reach 99%, and against the cheapest family whose setting kept every variant
+at 99% (over the variants ours keeps). `--readme` writes the summary between the README's
 `<!-- transfer:start -->` and `<!-- transfer:end -->` markers.
 """
 

@@ -53,10 +53,10 @@ def cells(out: Path) -> list[tuple[str, str]]:
     if not names:
         raise FileNotFoundError(f"{out}: no scenario variants (NAME~s1.yaml, NAME~d2.yaml); "
                                 f"run `replay_set.py write {out}` first")
-    return [(n, s) for n in names for s in ["", *sorted(variants[n], key=_order)]]
+    return [(n, s) for n in names for s in ["", *sorted(variants[n], key=suffix_order)]]
 
 
-def _order(suffix: str) -> tuple[int, int]:
+def suffix_order(suffix: str) -> tuple[int, int]:
     """Draws (s1, s2, …) before days (d2, d3, …), each in numeric order."""
     return (0 if suffix.startswith("s") else 1, int(suffix[1:]) if suffix[1:].isdigit() else 0)
 
@@ -95,7 +95,7 @@ def load(path: str) -> dict[tuple[str, str], tuple[float, float]]:
     return got
 
 
-def _bench_order(names: set[str]) -> list[str]:
+def bench_order(names: set[str]) -> list[str]:
     """Scenario names in the bench's order; names the bench does not ship come after, by name."""
     order = {n: i for i, n in enumerate(bench_scenario_names())}
     return sorted(names, key=lambda n: (order.get(n, len(order)), n))
@@ -111,7 +111,7 @@ def compare(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, st
     both = [k for k in a if k in b]
     if not both:
         raise ValueError("the two files share no replay: run both over the same DIR")
-    groups = _bench_order({n for n, _ in both})
+    groups = bench_order({n for n, _ in both})
     lines = [f"| scenario (replays) | at 99%: {names[0]} → {names[1]} | GPU-h {names[1]} ÷ {names[0]}: median "
              f"(min–max) | crossed 99% | mean attainment {names[0]} → {names[1]} | GPU-h total {names[1]} ÷ "
              f"{names[0]} |", "|---|---|---|---|---|---|"]
@@ -137,7 +137,7 @@ def table(runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) ->
     keys = [k for k in runs[0][1] if all(k in r for _, r in runs)]
     if not keys:
         raise ValueError("the files share no replay: run them all over the same DIR")
-    groups = _bench_order({n for n, _ in keys})
+    groups = bench_order({n for n, _ in keys})
     per = {g: [k for k in keys if k[0] == g] for g in groups}
     base = runs[0][1]
     lines = [f"| run | at 99% (of {len(keys)}) | " + " | ".join(groups) + " |", "|---|---|" + "---|" * len(groups)]
@@ -155,7 +155,7 @@ def table(runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) ->
 
 def shipped_table(runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) -> list[str]:
     """One row per (label, run): each scenario's shipped seed (the bench's own cell), 'GPU-h (attainment)'."""
-    names = _bench_order({n for n, v in runs[0][1] if v == "" and all((n, "") in r for _, r in runs)})
+    names = bench_order({n for n, v in runs[0][1] if v == "" and all((n, "") in r for _, r in runs)})
     lines = ["| run | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for label, r in runs:
         lines.append(f"| {label} | " + " | ".join(f"{r[(n, '')][1]:.2f} ({_pct(r[(n, '')][0])})" for n in names)

@@ -23,14 +23,15 @@ import argparse
 import json
 import statistics
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
+from benchmarks.replay_set import bench_order, suffix_order
 from benchmarks.seed_variants import write_readme
 from simulations.bench import BASELINES, TARGET, Job, default_policy_file, run_jobs
-from simulations.scenario import bench_scenario_names
 
 FAMILIES = ("ours", *BASELINES)
 
@@ -64,7 +65,7 @@ def variants(dirs: list[Path], names: set[str]) -> list[tuple[str, Path]]:
         files = sorted(d.glob("*~*.yaml"))
         if not files:
             raise FileNotFoundError(f"{d}: no scenario variants; run `seed_variants.py write {d}` first")
-        out += [(p.stem.split("~", 1)[0], p) for p in files if p.stem.split("~", 1)[0] in names]
+        out += [(name, p) for p in files if (name := p.stem.partition("~")[0]) in names]
     return out
 
 
@@ -77,13 +78,12 @@ def jobs(cells: list[tuple[str, Path]], chosen: dict[str, dict[str, Setting]], p
     return out
 
 
-def _order(variant: str) -> tuple[int, int, int]:
-    """Sort key of `NAME~sK` / `NAME~dK`: the bench's scenario order, then draws, then days, each numerically."""
-    name, _, suffix = variant.partition("~")
-    names = bench_scenario_names()
-    n = suffix[1:]
-    return (names.index(name) if name in names else len(names), 0 if suffix[:1] == "s" else 1,
-            int(n) if n.isdigit() else 0)
+def _in_order(variants: Iterable[str]) -> list[str]:
+    """`NAME~sK` / `NAME~dK` names as the replay set orders them: the bench's scenario order, then draws, then
+    days, each numerically (`replay_set.bench_order`, `replay_set.suffix_order`)."""
+    parts = {v: v.partition("~") for v in variants}
+    rank = {n: i for i, n in enumerate(bench_order({p[0] for p in parts.values()}))}
+    return sorted(parts, key=lambda v: (rank[parts[v][0]], suffix_order(parts[v][2])))
 
 
 def _cell(r: dict[str, Any] | None) -> str:
@@ -97,7 +97,7 @@ def _cell(r: dict[str, Any] | None) -> str:
 
 def table(records: list[dict[str, Any]]) -> list[str]:
     by = {(r["scenario"], r["family"]): r for r in records}
-    rows = sorted(dict.fromkeys(r["scenario"] for r in records), key=_order)
+    rows = _in_order({r["scenario"] for r in records})
     lines = ["| variant | " + " | ".join(FAMILIES) + " |", "|---|" + "---|" * len(FAMILIES)]
     lines += [f"| {v} | " + " | ".join(_cell(by.get((v, f))) for f in FAMILIES) + " |" for v in rows]
     return lines
@@ -109,7 +109,7 @@ def summary(records: list[dict[str, Any]], best: dict[str, str]) -> tuple[list[s
     GPU-hours over the variants). Returns the table's lines and the README's paragraph."""
     by = {(r["scenario"], r["family"]): r for r in records}
     groups: dict[str, list[str]] = {}
-    for v in sorted(dict.fromkeys(r["scenario"] for r in records), key=_order):
+    for v in _in_order({r["scenario"] for r in records}):
         groups.setdefault(v.split("~", 1)[0], []).append(v)
     head = ["scenario (variants)", *(f"{f} at 99%" for f in FAMILIES), "shipped seed's cheapest baseline",
             "ours ÷ it where both reach 99%: median (range)", "cheapest baseline kept at 99% on every variant",

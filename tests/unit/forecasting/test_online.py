@@ -136,7 +136,7 @@ def _smooth_then_fitted(minutes: int) -> tuple[ForecastConfig, ForecastState]:
     return config, s
 
 
-def test_a_band_its_model_cannot_check_yet_is_no_narrower_than_the_no_history_band() -> None:
+def test_a_band_its_model_cannot_check_yet_reaches_as_high_as_the_no_history_band() -> None:
     """Decision U: 40 minutes in, the model is fitted but has no errors at a 17-minute horizon (the
     servegen-large-cold lead time). Its one-step spread would give a band of a few percent, which misses any
     ramp; until its own errors say otherwise the band stays as wide as with no model at all."""

@@ -232,6 +232,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, re
         hedge_cache=c.hedge.cache,
         capacity=cp.stats,
         slo_capacity=cp.slo,
+        engine_knee=cp.engine,
         steady_since=cp.steady_since,
         recent_waiting=dm.recent,
         last_growth=dm.growth,

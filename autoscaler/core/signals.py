@@ -133,6 +133,27 @@ class LatencyHistogram:
         bound, only the requests under it count."""
         return self._share(seconds, geometric=True)
 
+    def quantile(self, q: float) -> float | None:
+        """The latency under which a share `q` of requests fall, the inverse of `share_within` (its
+        geometric tail inside the bucket); None with no requests or when the quantile lies past the last
+        finite bound."""
+        total = self.total
+        if not total > 0 or not 0.0 < q < 1.0:
+            return None
+        lower, below = 0.0, 0.0
+        for upper, count in zip(self.upper_bounds, self.cumulative_counts, strict=False):
+            if count >= q * total:
+                if upper == float("inf"):
+                    return None
+                above_lower, above_upper = total - below, max(total - count, EMPTY_TAIL)
+                if count > below and above_upper < above_lower:
+                    frac = math.log((1.0 - q) * total / above_lower) / math.log(above_upper / above_lower)
+                else:
+                    frac = (q * total - below) / (count - below) if count > below else 1.0
+                return lower + min(1.0, max(0.0, frac)) * (upper - lower)
+            lower, below = upper, count
+        return None
+
     def linear_share_within(self, seconds: float) -> float | None:
         """Share of requests at or under `seconds`, interpolating linearly inside a bucket (as
         histogram_quantile does). None when there were no requests."""

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats
+from autoscaler.core.engine_knee import EngineKnee
 from autoscaler.core.forecast_seed import ForecastSeed
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
@@ -36,6 +37,7 @@ class CoreState:
     coldstart: ColdStartStats = field(default_factory=ColdStartStats)
     capacity: CapacityStats = field(default_factory=CapacityStats)
     slo_capacity: SloCapacity = field(default_factory=SloCapacity)  # windows and misses per load bin
+    engine_knee: EngineKnee = field(default_factory=EngineKnee)  # the engine's batch and latency per load bin
     # (time, waiting sequences) read over the last rate window and one tick, oldest first (stages/demand.py).
     recent_waiting: tuple[tuple[float, float], ...] = ()
     last_growth: float = 0.0  # queue growth (sequences/s) seen at the previous tick
@@ -65,6 +67,7 @@ class CoreState:
             "coldStart": self.coldstart.to_dict(),
             "capacity": [round(x, 4) for x in self.capacity.samples],
             "sloCapacity": self.slo_capacity.to_list(),
+            "engineKnee": self.engine_knee.to_dict(),
             "sloBudget": self.slo_budget.to_list(),
             "recentWaiting": [[round(t, 3), round(w, 3)] for t, w in self.recent_waiting],
             "lastGrowth": round(self.last_growth, 4),
@@ -106,6 +109,7 @@ class CoreState:
             coldstart=_read(d, "coldStart", lambda v: ColdStartStats.from_dict(v or {})),
             capacity=_read(d, "capacity", lambda v: CapacityStats(tuple(_number(x) for x in v or ()))),
             slo_capacity=_read(d, "sloCapacity", SloCapacity.from_list),
+            engine_knee=_read(d, "engineKnee", EngineKnee.from_dict),
             slo_budget=_read(d, "sloBudget", SloBudget.from_list),
             recent_waiting=_recent_waiting(d),
             last_growth=_read(d, "lastGrowth", lambda v: _number(v or 0.0)),

@@ -9,6 +9,9 @@ SLO prefill alone cannot meet) say nothing about load. The planned load is that 
 utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin
 and the fleet carries its plan (not while it is held above it);
 never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood.
+Until a knee is found, the prior's share of the SLO (PRIOR_SLO_SHARE) is lifted to where the engine's
+own evidence puts the knee when that is higher (autoscaler/core/engine_knee.py: the batch's growth towards
+saturation and the SLO's latency quantile, read at every load; decision change V).
 With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
 error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
 than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
@@ -16,10 +19,11 @@ than that past it (`untested_floor`): a prior may say fewer replicas would do, t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autoscaler.core.capacity import MIN_SAMPLES as MIN_SATURATED_SAMPLES
 from autoscaler.core.capacity import CapacityStats, real_queue
+from autoscaler.core.engine_knee import EngineKnee
 from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, SloCapacity, plan_at
@@ -29,7 +33,8 @@ from autoscaler.policy import CapacitySpec, PolicySpec
 
 MAX_PLANNED_UTILIZATION = 0.95
 SATURATED_KV = 0.95
-# Until measured, a replica is assumed to hold the SLO up to this share of its prior throughput.
+# Until measured, a replica is assumed to hold the SLO up to this share of its prior throughput (or up to
+# the engine's knee, when that is higher: engine_knee.py).
 PRIOR_SLO_SHARE = 0.8
 # A window is clean once the fleet has been steady this long: the rate window (60 s) plus a scrape.
 STEADY_SECONDS = 75.0
@@ -40,6 +45,7 @@ QUEUED_SHARE_OF_TTFT = 0.1
 # a floor, replicas.min) and its margin says nothing about how hot a replica may run (docs/benchmarks.md,
 # decision change K).
 AT_PLAN_SHARE = 0.6
+NO_ENGINE_EVIDENCE = EngineKnee()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +66,13 @@ class Capacity:
     # Since the fleet last settled, some tick's load per ready replica was past what the SLO feedback's whole
     # range could have covered: its misses while starting do not raise the load factor (decision change O).
     beyond_headroom: bool = False
+    engine: EngineKnee = field(default_factory=EngineKnee)  # the engine's batch and latency per load bin
+    engine_knee: float | None = None  # where they say the SLO stops holding (None: too little evidence)
 
     def explain(self) -> dict[str, float]:
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
-                "capacity_explore": round(self.explore, 4)}
+                "capacity_explore": round(self.explore, 4),
+                **({"engine_knee": round(self.engine_knee, 4)} if self.engine_knee is not None else {})}
 
 
 def queued(policy: PolicySpec, signals: Signals, waiting: float, stale: float) -> bool:
@@ -83,6 +92,20 @@ def judged(policy: PolicySpec, signals: Signals) -> float:
     hists = (signals.ttft_histogram if policy.slo.ttft_seconds is not None else None,
              signals.queue_time_histogram if policy.slo.queue_time_seconds is not None else None)
     return max((h.total for h in hists if h is not None), default=0.0)
+
+
+def latency_ratio(policy: PolicySpec, signals: Signals) -> float | None:
+    """The window's latency at the SLO's quantile as a share of the SLO (the larger over TTFT and queue
+    time where both are set); None where no histogram says."""
+    slo, out = policy.slo, None
+    for h, limit in ((signals.ttft_histogram, slo.ttft_seconds), (signals.queue_time_histogram,
+                                                                  slo.queue_time_seconds)):
+        if h is None or limit is None or not h.total >= 2.0 / (1.0 - slo.quantile):
+            continue
+        v = h.quantile(slo.quantile)
+        if v is not None:
+            out = v / limit if out is None else max(out, v / limit)
+    return out
 
 
 def _since(steady: bool, previous: float | None, now: float) -> float | None:
@@ -108,7 +131,8 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
              backlog: float, kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
              previous_load_factor: float, previous_settled_since: float | None,
              previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
-             now: float, offered: float, previous_beyond: bool, queue_held: bool) -> Capacity:
+             now: float, offered: float, previous_beyond: bool, queue_held: bool,
+             running: float | None = None, previous_engine: EngineKnee = NO_ENGINE_EVIDENCE) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
@@ -132,18 +156,21 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     # A tick with stale metrics judges nothing; a long gap between ticks fades as if it had judged nothing.
     budget = previous_budget.observe(attained if learn else None, judged(policy, signals),
                                      min(since_last_tick, 4 * policy.interval_seconds), signals.rate_window())
-    slo = previous_slo
+    slo, engine = previous_slo, previous_engine
     if (cap.learn and learn and attained is not None and ready > 0 and steady_since is not None
             and now - steady_since >= STEADY_SECONDS):
         requests = judged(policy, signals)
         missed = (1.0 - attained) * requests if queued(policy, signals, waiting, stale) else 0.0
         slo = slo.observe(served / ready, requests, missed)
+        engine = engine.observe(served / ready, running / ready if running is not None else None,
+                                latency_ratio(policy, signals), kv)
+    knee = engine.knee(cap.max_concurrency) if cap.learn else None
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
     over, held, trend = slo.limits(policy.slo.quantile)
     if cap.learn:
-        factor = plan_at(over, held, PRIOR_SLO_SHARE, learned_floor(cap, throughput), cap.learn_max_factor, explore,
-                         trend)
+        factor = plan_at(over, held, PRIOR_SLO_SHARE if knee is None else max(PRIOR_SLO_SHARE, knee),
+                         learned_floor(cap, throughput), cap.learn_max_factor, explore, trend)
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:
             factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     else:
@@ -159,11 +186,12 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
                      now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile),
                      at_plan, coverable=not beyond)
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
-        return Capacity(stats, slo, 1.0, 1.0, lf, planned_share(cap, lf), settled_since, steady_since, budget, 0.0)
+        return Capacity(stats, slo, 1.0, 1.0, lf, planned_share(cap, lf), settled_since, steady_since, budget, 0.0,
+                        engine=engine)
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond)
+                    untested, beyond, engine, knee)
 
 
 def planned_share(cap: CapacitySpec, lf: float) -> float:

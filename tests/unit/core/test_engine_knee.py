@@ -1,0 +1,208 @@
+"""The engine's evidence of the SLO's knee, read at loads below it (autoscaler/core/engine_knee.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.core import CoreState
+from autoscaler.core.capacity import CapacityStats
+from autoscaler.core.engine_knee import MIN_BINS, REACH, EngineKnee
+from autoscaler.core.signals import LatencyHistogram, ReplicaCounts, Signals
+from autoscaler.core.slo_budget import SloBudget
+from autoscaler.core.slo_capacity import LOW, MIN_WINDOWS, RATIO, SloCapacity, bin_of
+from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, Capacity, capacity, latency_ratio
+
+from .helpers import policy
+
+CAPACITY, C = 0.7, 17.0  # a replica saturating at 0.7 of the prior; n = C·L / (CAPACITY − L)
+N_MAX = 300.0  # sequences the KV cache holds
+
+
+def _batch(load: float) -> float:
+    return C * load / (CAPACITY - load)
+
+
+def _mid(load: float) -> float:
+    """The centre of the bin `load` falls in: the fits read each bin at its centre."""
+    return LOW * RATIO ** ((bin_of(load) or 0) + 0.5)
+
+
+def _seen(loads: list[float], latency: object = None, kv: bool = True, times: int = int(MIN_WINDOWS)) -> EngineKnee:
+    e = EngineKnee()
+    for _ in range(times):
+        for load in loads:
+            n = _batch(_mid(load))
+            lat = latency(_mid(load)) if callable(latency) else None
+            e = e.observe(load, n, lat, n / N_MAX if kv else None)
+    return e
+
+
+def test_the_batch_growing_towards_saturation_says_where_the_kv_cache_fills() -> None:
+    e = _seen([0.3, 0.36, 0.42, 0.5])
+    # The load at which the mean batch reaches what the KV cache holds: far under the throughput.
+    expected = CAPACITY * N_MAX / (N_MAX + C)
+    assert e.knee(None) == pytest.approx(expected, rel=1e-6)
+    # A cap on concurrent sequences under the KV cache's comes first.
+    assert e.knee(100) == pytest.approx(CAPACITY * 100 / (100 + C), rel=1e-6)
+    # Without KV use the batch fit still bounds the knee at the throughput itself.
+    assert _seen([0.3, 0.36, 0.42, 0.5], kv=False).knee(None) == pytest.approx(CAPACITY, rel=1e-6)
+
+
+def test_latency_rising_with_load_says_where_it_reaches_the_slo_first() -> None:
+    # The SLO's quantile at 40% of the SLO at load 0.2, rising e-fold per 0.1 of load: at the SLO at
+    # 0.2 + 0.1·ln(2.5) ≈ 0.29, before the batch saturates.
+    e = _seen([0.2, 0.24, 0.28], latency=lambda load: 0.4 * math.exp((load - 0.2) / 0.1))
+    assert e.knee(None) == pytest.approx(0.2 + 0.1 * math.log(2.5), rel=1e-6)
+
+
+def test_too_little_evidence_is_no_knee() -> None:
+    assert EngineKnee().knee(None) is None
+    assert _seen([0.3, 0.4, 0.5], times=int(MIN_WINDOWS) - 1).knee(None) is None  # bins not spoken yet
+    assert _seen([0.40, 0.44]).knee(None) is None  # too few bins (MIN_BINS)
+    assert _seen([0.40, 0.42, 0.44]).knee(None) is None  # bins spanning under a quarter in load
+    assert MIN_BINS == 3
+
+
+def test_a_batch_that_does_not_grow_with_load_and_latency_that_does_not_rise_say_nothing() -> None:
+    e = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load in (0.2, 0.3, 0.4):
+            e = e.observe(load, 10.0, 0.2, None)
+    assert e.knee(None) is None
+
+
+def test_latency_over_the_slo_at_the_lowest_load_is_prefill_not_load() -> None:
+    e = _seen([0.3, 0.36, 0.42, 0.5], latency=lambda load: 1.5 + load, kv=False)
+    # The latency says nothing (over the SLO everywhere); the batch still bounds the knee.
+    assert e.knee(None) == pytest.approx(CAPACITY, rel=1e-6)
+
+
+def test_a_knee_far_past_everything_seen_is_no_knee() -> None:
+    far = 0.05 * REACH * 1.5  # saturating well past REACH × the highest load seen
+    e = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load in (0.03, 0.04, 0.05):
+            e = e.observe(load, C * _mid(load) / (far - _mid(load)), None, None)
+    assert e.knee(None) is None
+    near = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load in (0.03, 0.04, 0.05):
+            near = near.observe(load, C * _mid(load) / (0.07 - _mid(load)), None, None)
+    assert near.knee(None) == pytest.approx(0.07, rel=1e-6)
+
+
+def test_absurd_windows_are_ignored() -> None:
+    e = EngineKnee()
+    for load, n in ((float("nan"), 5.0), (-1.0, 5.0), (0.5, 0.0), (0.5, None), (0.5, float("inf"))):
+        e = e.observe(load, n, 0.5, 0.5)
+    assert e == EngineKnee()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.01, 50), st.floats(0.01, 1e4), st.one_of(st.none(), st.floats(1e-4, 1e3)),
+                          st.one_of(st.none(), st.floats(0, 1))), max_size=60))
+def test_any_windows_give_no_knee_or_a_finite_one_within_reach_and_survive_json(
+        windows: list[tuple[float, float, float | None, float | None]]) -> None:
+    e = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load, n, lat, kv in windows:
+            e = e.observe(load, n, lat, kv)
+    k = e.knee(None)
+    if k is not None:
+        top = max(LOW * RATIO ** (b[0] + 0.5) for b in e.bins)
+        assert math.isfinite(k) and LOW <= k <= REACH * top
+    back = EngineKnee.from_dict(json.loads(json.dumps(e.to_dict())))
+    assert [b[0] for b in back.bins] == [b[0] for b in e.bins]
+    kb = back.knee(None)
+    assert (k is None) == (kb is None) and (k is None or kb == pytest.approx(k, rel=1e-3))
+
+
+@pytest.mark.parametrize(("bad", "named"), [
+    ("x", "mapping"), ({"bins": "x"}, "bins"), ({"bins": [[1, 2]]}, "each bin"),
+    ({"bins": [[1, 0, 1, 0, 0]]}, "windows"),
+    ({"bins": [[1, 1, 0, 0, 0]]}, "Σ1/n"), ({"bins": [[1.5, 1, 1, 0, 0]]}, "whole number"),
+    ({"bins": [[1, float("nan"), 1, 0, 0]]}, "finite"), ({"bins": [[-1, 1, 1, 0, 0]]}, "whole number"),
+    ({"bins": [[500, 1, 1, 0, 0]]}, "whole number"), ({"kvWindows": -1}, "kvWindows"), ({"kvSum": True}, "finite")])
+def test_unreadable_stored_evidence_names_the_problem(bad: object, named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        EngineKnee.from_dict(bad)
+
+
+def test_core_state_keeps_the_engine_evidence_across_a_restart() -> None:
+    state = CoreState(engine_knee=_seen([0.3, 0.36, 0.42, 0.5]))
+    back = CoreState.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert back.engine_knee.knee(None) == pytest.approx(state.engine_knee.knee(None), rel=1e-3)
+    assert CoreState.from_dict({k: v for k, v in state.to_dict().items() if k != "engineKnee"}).engine_knee == (
+        EngineKnee())  # a state written before the field existed
+    with pytest.raises(ValueError, match="engineKnee"):
+        CoreState.from_dict({**state.to_dict(), "engineKnee": {"bins": [[1, 0, 1, 0, 0]]}})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 1000), min_size=6, max_size=6), st.floats(0.01, 0.999))
+def test_the_quantile_inverts_the_share_within(counts: list[int], q: float) -> None:
+    bounds = (0.1, 0.25, 0.5, 1.0, 2.5, math.inf)
+    cumulative = tuple(float(c) for c in sorted(counts))
+    h = LatencyHistogram(bounds, cumulative, 0.0)
+    x = h.quantile(q)
+    if x is None:
+        assert h.total == 0 or cumulative[-2] < q * h.total  # no requests, or the quantile is past 2.5 s
+        return
+    share = h.share_within(x)
+    assert share is not None and share >= q - 1e-9
+    if x > 0:  # nothing smaller reaches the share
+        below = h.share_within(x * (1 - 1e-6))
+        assert below is not None and below <= q + 1e-6
+
+
+# how the capacity stage uses it
+def _stage(engine: EngineKnee, steady: float | None = None, running: float | None = None,
+           sig: Signals | None = None) -> Capacity:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True,
+                    CapacityStats(), SloCapacity(), 1.0, None, steady, SloBudget(), 15.0, 1000.0, 0.0, False, False,
+                    running, engine)
+
+
+def test_an_engine_knee_above_the_priors_share_lifts_the_plan_and_one_below_leaves_it_to_the_misses() -> None:
+    assert _stage(EngineKnee()).factor == PRIOR_SLO_SHARE  # no evidence: the prior's share
+    high = _seen([0.3, 0.36, 0.42, 0.5, 0.6], kv=False)  # saturating at CAPACITY = 0.7 < the share (0.8)
+    assert high.knee(None) == pytest.approx(CAPACITY) and _stage(high).factor == PRIOR_SLO_SHARE
+    lifted = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load in (0.5, 0.6, 0.7):
+            lifted = lifted.observe(load, C * _mid(load) / (1.0 - _mid(load)), None, None)  # saturating at 1.0
+    assert lifted.knee(None) == pytest.approx(1.0)
+    cp = _stage(lifted)
+    assert cp.factor == pytest.approx(1.0) and cp.engine_knee == pytest.approx(1.0)
+    assert cp.explain()["engine_knee"] == 1.0
+
+
+def test_only_a_clean_window_feeds_the_engine_evidence() -> None:
+    hist = LatencyHistogram((0.5, 2.0, math.inf), (150.0, 300.0, 300.0), 5.0)
+    sig = Signals(ttft_histogram=hist)
+    clean = _stage(EngineKnee(), steady=900.0, running=40.0, sig=sig)
+    ((b, n, s, qn, qs),) = clean.engine.bins
+    assert b == bin_of(0.5) and (n, qn) == (1.0, 1.0) and s == pytest.approx(0.1)  # 2.0 work on 4 replicas, 10 each
+    assert math.exp(qs) == pytest.approx((hist.quantile(0.99) or 0) / 2.0)  # the SLO's quantile ÷ the 2-s SLO
+    assert _stage(EngineKnee(), steady=None, running=40.0, sig=sig).engine.bins == ()  # not steady
+    assert _stage(EngineKnee(), steady=990.0, running=40.0, sig=sig).engine.bins == ()  # steady too briefly
+    assert _stage(EngineKnee(), steady=900.0, running=None, sig=sig).engine.bins == ()  # no batch size
+
+
+def test_the_latency_ratio_is_the_slos_quantile_over_the_slo_taking_the_worse_of_ttft_and_queue_time() -> None:
+    ttft = LatencyHistogram((1.0, 4.0, math.inf), (250.0, 300.0, 300.0), 5.0)
+    queue = LatencyHistogram((0.1, 1.0, math.inf), (299.0, 300.0, 300.0), 5.0)
+    both = policy(slo={"ttftSeconds": 2.0, "queueTimeSeconds": 0.5, "quantile": 0.99})
+    r_ttft = (ttft.quantile(0.99) or 0) / 2.0
+    r_queue = (queue.quantile(0.99) or 0) / 0.5
+    assert latency_ratio(both, Signals(ttft_histogram=ttft, queue_time_histogram=queue)) == pytest.approx(
+        max(r_ttft, r_queue))
+    assert latency_ratio(both, Signals(ttft_histogram=ttft)) == pytest.approx(r_ttft)
+    few = LatencyHistogram((1.0, math.inf), (150.0, 150.0), 5.0)  # under 2 ÷ (1 − 0.99) = 200 requests
+    assert latency_ratio(both, Signals(ttft_histogram=few)) is None

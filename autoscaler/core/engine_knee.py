@@ -152,7 +152,8 @@ def _knee(bins: tuple[tuple[int, float, float, float, float], ...], kv_windows: 
     knees = []
     batch = [(load, s / n, n) for load, n, s, _, _ in loads if n >= MIN_WINDOWS]
     if _spoken(batch):
-        fit = _fit([(1.0 / load, y, w) for load, y, w in batch])  # 1/n = 1/c − (C/c)·... : a + b/L
+        # n = c·L/(C − L), so 1/n = (C/c)·(1/L) − 1/c: the intercept a is −1/c, the slope b is C/c.
+        fit = _fit([(1.0 / load, y, w) for load, y, w in batch])
         if fit is not None and fit[0] < 0 < fit[1]:
             a, b = fit
             throughput, c = -b / a, -1.0 / a
@@ -168,6 +169,6 @@ def _knee(bins: tuple[tuple[int, float, float, float, float], ...], kv_windows: 
             knees.append(-fit[0] / fit[1])
     if not knees:
         return None
-    top = max(load for load, *_ in loads)
+    top = max(load for load, n, _, qn, _ in loads if max(n, qn) >= MIN_WINDOWS)  # the highest bin that spoke
     k = min(knees)
     return k if LOW <= k <= REACH * top else None

@@ -89,6 +89,8 @@ def test_a_knee_far_past_everything_seen_is_no_knee() -> None:
         for load in (0.03, 0.04, 0.05):
             e = e.observe(load, C * _mid(load) / (far - _mid(load)), None, None)
     assert e.knee(None) is None
+    # One window at a far higher load has not spoken: it does not stretch the reach.
+    assert e.observe(0.2, 1000.0, None, None).knee(None) is None
     near = EngineKnee()
     for _ in range(int(MIN_WINDOWS)):
         for load in (0.03, 0.04, 0.05):
@@ -114,7 +116,7 @@ def test_any_windows_give_no_knee_or_a_finite_one_within_reach_and_survive_json(
             e = e.observe(load, n, lat, kv)
     k = e.knee(None)
     if k is not None:
-        top = max(LOW * RATIO ** (b[0] + 0.5) for b in e.bins)
+        top = max(LOW * RATIO ** (b[0] + 0.5) for b in e.bins if max(b[1], b[3]) >= MIN_WINDOWS)
         assert math.isfinite(k) and LOW <= k <= REACH * top
     back = EngineKnee.from_dict(json.loads(json.dumps(e.to_dict())))
     assert [b[0] for b in back.bins] == [b[0] for b in e.bins]

@@ -38,7 +38,8 @@ from autoscaler.policy import PolicySpec
 
 BURST_LOAD_SHARE = 0.5  # at most this share of the planned load per replica: the queue came from bursts
 MAX_STEP = 4.0  # at most 4× the ready replicas from one window
-_LOW, _HIGH, _STEPS = 1e-3, 4000.0, 40  # the wait is found by bisection in [1 ms, 4000 s] on a log scale
+_LOW, _HIGH = 1e-3, 4000.0  # the wait is reported within [1 ms, 4000 s]
+_NUDGE, _NUDGES = 1e-12, 8  # relative steps up past a rounding error, at most this many
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,22 +55,22 @@ class Burst:
 
 
 def wait_at(hist: LatencyHistogram, quantile: float) -> float | None:
-    """The latency the share `quantile` of the histogram's requests stayed within (the inverse of
-    `share_within`, to a relative 1e-5), _HIGH when even that many did not, None when it holds nothing."""
+    """The latency the share `quantile` of the histogram's requests stayed within (`LatencyHistogram.quantile`,
+    the inverse of `share_within`), within [_LOW, _HIGH]: _HIGH when even that many did not stay within the
+    last finite bound, None when it holds nothing."""
     if not hist.total > 0:
         return None
-    top = hist.share_within(_HIGH)
-    if top is None or top < quantile:
+    wait = hist.quantile(quantile)
+    if wait is None or not wait < _HIGH:
         return _HIGH
-    lo, hi = _LOW, _HIGH
-    for _ in range(_STEPS):
-        mid = math.sqrt(lo * hi)
-        share = hist.share_within(mid)
+    wait = max(_LOW, wait)
+    # The closed form can land a rounding error under the share it inverts: step up to where it holds.
+    for _ in range(_NUDGES):
+        share = hist.share_within(wait)
         if share is not None and share >= quantile:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+            break
+        wait = min(_HIGH, wait * (1.0 + _NUDGE))
+    return wait
 
 
 def burst(policy: PolicySpec, hist: LatencyHistogram | None, fresh: bool, ready: int, served: float,
@@ -80,7 +81,7 @@ def burst(policy: PolicySpec, hist: LatencyHistogram | None, fresh: bool, ready:
     if (not fresh or ready <= 0 or hist is None or hist.age_seconds > policy.metrics.staleness_seconds
             or hist.total < policy.capacity.slo_feedback.min_requests):
         return none
-    # The cheap tests first: the wait takes a bisection over the histogram, and most ticks end here.
+    # The cheap tests first: most ticks end here.
     if served / ready > BURST_LOAD_SHARE * usable or steady_since is None or now - steady_since < STEADY_SECONDS:
         return none
     wait = wait_at(hist, policy.slo.quantile)

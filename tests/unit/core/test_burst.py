@@ -6,6 +6,7 @@ import json
 import math
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,16 @@ def test_the_wait_is_the_queue_time_at_the_slo_quantile() -> None:
     assert BURSTY.share_within(w) >= 0.99 > BURSTY.share_within(w * 0.999)  # type: ignore[operator]
     assert wait_at(hist([]), 0.99) is None
     assert wait_at(hist([0] * 16 + [10]), 0.99) == 4000.0  # past every finite bound
+
+
+def test_the_wait_is_never_a_rounding_error_under_the_share_it_inverts() -> None:
+    # Here the closed-form quantile lands one ulp under the share asked for (found by a random search).
+    h = hist([0, 2, 731, 5, 2, 50, 500, 0, 0, 500, 0, 0, 0, 0, 2, 2, 25])
+    q = 0.7264750033807256
+    exact = h.quantile(q)
+    assert exact is not None and (h.share_within(exact) or 0.0) < q
+    w = wait_at(h, q)
+    assert w is not None and (h.share_within(w) or 0.0) >= q and w == pytest.approx(exact, rel=1e-10)
 
 
 def test_a_fleet_under_half_its_plan_that_queued_past_the_budget_gets_replicas_for_the_wait() -> None:

@@ -40,6 +40,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+from autoscaler.core.numbers import finite_number
 from autoscaler.core.slo_capacity import LOW, MAX_BIN, MAX_WEIGHT, MIN_WINDOWS, RATIO, bin_of
 
 MIN_BINS = 3
@@ -104,7 +105,7 @@ class EngineKnee:
             raise ValueError(f"expected a mapping with bins, kvWindows and kvSum, got {type(v).__name__}")
         kn, ks = v.get("kvWindows", 0.0), v.get("kvSum", 0.0)
         for x in (kn, ks):
-            if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+            if not finite_number(x):
                 raise ValueError(f"kvWindows and kvSum must be finite numbers, got {x!r}")
         if not (0 <= kn <= MAX_WEIGHT and ks >= 0):
             raise ValueError(f"need 0 ≤ kvWindows ≤ {MAX_WEIGHT:g} and kvSum ≥ 0, got {kn!r}, {ks!r}")
@@ -116,7 +117,7 @@ class EngineKnee:
             if not isinstance(row, list | tuple) or len(row) != 5:
                 raise ValueError("each bin must be [bin, windows, Σ1/n, quantile windows, Σlog quantile]")
             for x in row:
-                if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+                if not finite_number(x):
                     raise ValueError(f"bin entries must be finite numbers, got {x!r}")
             i, n, s, qn, qs = row
             if i != int(i) or not 0 <= i <= MAX_BIN:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from autoscaler.core.numbers import finite_number
+
 HALF_LIFE_SECONDS = 2 * 3600.0
 MIN_JUDGED = 2000.0  # requests before the burn speaks: a 1% budget is then 20 misses
 MAX_JUDGED = 1e12  # bounds a restored state
@@ -68,7 +70,7 @@ class SloBudget:
         if not isinstance(v, list | tuple) or len(v) != 2:
             raise ValueError("expected [judged, missed]")
         for x in v:
-            if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+            if not finite_number(x):
                 raise ValueError(f"judged and missed must be finite numbers, got {x!r}")
         judged, missed = float(v[0]), float(v[1])
         if not 0 <= missed <= judged <= MAX_JUDGED:

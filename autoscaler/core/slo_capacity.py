@@ -25,6 +25,8 @@ import functools
 import math
 from dataclasses import dataclass
 
+from autoscaler.core.numbers import finite_number
+
 LOW, RATIO = 0.02, 1.08  # bin b covers loads [LOW * RATIO**b, LOW * RATIO**(b+1))
 MAX_BIN = 120  # 0.02 × 1.08**120 ≈ 200 replica-equivalents per replica: far past any real load
 MAX_WEIGHT = 40.0  # windows one bin remembers (older ones fade in proportion)
@@ -120,10 +122,10 @@ class SloCapacity:
             if not isinstance(row, list | tuple) or len(row) != 4:
                 raise ValueError("each entry must be [bin, windows, requests, missed]")
             i, n, r, m = row
-            if isinstance(i, bool) or not isinstance(i, int | float) or i != int(i) or not 0 <= i <= MAX_BIN:
+            if not finite_number(i) or i != int(i) or not 0 <= i <= MAX_BIN:
                 raise ValueError(f"bin must be a whole number in 0..{MAX_BIN}, got {i!r}")
             for x in (n, r, m):
-                if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+                if not finite_number(x):
                     raise ValueError(f"windows, requests and missed must be finite numbers, got {x!r}")
             if not (0 < n <= MAX_WEIGHT and 0 <= m <= r and r > 0):
                 raise ValueError(f"need 0 < windows ≤ {MAX_WEIGHT:g} and 0 ≤ missed ≤ requests > 0, got {row!r}")

@@ -7,7 +7,6 @@ it needs: the forecaster's history is kept compactly (see forecast_seed.py) and 
 from __future__ import annotations
 
 import logging
-import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats
 from autoscaler.core.engine_knee import EngineKnee
 from autoscaler.core.forecast_seed import ForecastSeed
+from autoscaler.core.numbers import finite_number
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
 from forecasting import ForecastState
@@ -143,12 +143,9 @@ def _read(d: dict[str, Any], key: str, reader: Callable[[Any], _T]) -> _T:
 
 def _number(value: Any) -> float:
     """A finite number (bools and strings are not numbers here)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"expected a number, got {type(value).__name__}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"expected a finite number, got {v}")
-    return v
+    if not finite_number(value):
+        raise ValueError(f"expected a finite number, got {value!r:.40}")
+    return float(value)
 
 
 def _optional(value: Any) -> float | None:

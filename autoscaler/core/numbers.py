@@ -1,0 +1,17 @@
+"""What the core accepts as a number when it reads stored state back."""
+
+from __future__ import annotations
+
+import math
+from typing import TypeGuard
+
+
+def finite_number(x: object) -> TypeGuard[int | float]:
+    """A finite int or float that a float can hold. JSON's true and false are not numbers here, nor are
+    strings, and neither is an integer too large for a float."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False

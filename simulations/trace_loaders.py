@@ -30,6 +30,7 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from autoscaler.core.numbers import finite_number
 from simulations.errors import SimulationInputError
 from simulations.trace import BinnedWorkload, Trace, token_sums
 
@@ -224,7 +225,7 @@ def load_jsonl(path: str | Path, start_epoch: float = 0.0) -> Trace:
                 raise SimulationInputError(where, key, "missing", "every line needs timestamp (ms from start), "
                                            "input_length and output_length")
         ts = obj["timestamp"]
-        if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts) or ts < 0:
+        if not finite_number(ts) or ts < 0:
             raise SimulationInputError(where, "timestamp", f"{ts!r} is not a time ≥ 0",
                                        "use milliseconds from the trace start")
         if t_list and ts / 1000.0 < t_list[-1]:

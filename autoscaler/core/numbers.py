@@ -1,4 +1,4 @@
-"""What the core accepts as a number when it reads stored state back."""
+"""What the project accepts as a number when it reads one back: stored state, a trace's JSON fields."""
 
 from __future__ import annotations
 

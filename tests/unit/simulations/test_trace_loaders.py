@@ -75,6 +75,8 @@ def test_jsonl_reads_mooncake_format(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("line", "field"), [
     ('{"timestamp": 10, "input_length": 1}', "output_length"),
     ('{"timestamp": -1, "input_length": 1, "output_length": 1}', "timestamp"),
+    ('{"timestamp": true, "input_length": 1, "output_length": 1}', "timestamp"),
+    ('{"timestamp": 1' + "0" * 400 + ', "input_length": 1, "output_length": 1}', "timestamp"),  # no float holds it
     ("not json", ""),
 ])
 def test_jsonl_bad_line_is_named(tmp_path: Path, line: str, field: str) -> None:

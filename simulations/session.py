@@ -9,6 +9,7 @@ from typing import Any
 from autoscaler.policy import PolicySpec
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.registry import make_baseline, setting_label
+from simulations.decision_log import DecisionLog
 from simulations.report import plot_scenario, write_html, write_json
 from simulations.runner import RunResult, run, run_oracle
 from simulations.scenario import Scenario
@@ -21,13 +22,20 @@ def simulate(
     policy: PolicySpec | None,
     baselines: Sequence[tuple[str, float | None]],
     on_done: Callable[[RunResult], None] | None = None,
+    decisions_path: Path | None = None,
 ) -> list[RunResult]:
+    """Each job's replay, ours first. With `decisions_path`, ours' decision at every tick is written there as
+    JSON lines (simulations/decision_log.py)."""
     results = []
     jobs: list[tuple[str, float | None]] = ([("ours", None)] if policy is not None else []) + list(baselines)
     for name, value in jobs:
         if name == "ours":
             assert policy is not None
-            res = run(scenario, workload, Ours(policy))
+            if decisions_path is not None:
+                with DecisionLog(decisions_path) as log:
+                    res = run(scenario, workload, Ours(policy, on_decision=log.write))
+            else:
+                res = run(scenario, workload, Ours(policy))
         elif name == "oracle":
             res = run_oracle(scenario, workload)
         else:

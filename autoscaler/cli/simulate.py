@@ -2,11 +2,12 @@
 
 With no arguments it runs the built-in demo: the first day of the bundled `diurnal` scenario with the
 default policy, against hpa, keda, kpa and the oracle; it prints a table, a legend and a verdict, and
-writes plots and an HTML report to ./out/demo.
+writes plots, an HTML report and ours' decision at every tick (`demo-decisions.jsonl`) to ./out/demo.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -72,18 +73,21 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
     except PolicyError as e:
         raise click.UsageError(f"policy: {e}") from None
     out = Path(out_dir or f"out/{scenario.name}")
+    decisions = out / f"{scenario.name}-decisions.jsonl"
     console = Console(stderr=as_json)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True, disable=not sys.stderr.isatty()) as bar:
         task = bar.add_task(f"simulating {scenario.name}", total=1 + len(jobs))
         results = run_all(scenario, workload, policy, jobs,
-                          on_done=lambda r: bar.update(task, advance=1, description=f"done: {r.label}"))
+                          on_done=lambda r: bar.update(task, advance=1, description=f"done: {r.label}"),
+                          decisions_path=decisions)
     paths = write_reports(scenario, workload, results, out)
     if as_json:
         click.echo(paths["json"].read_text(encoding="utf-8"), nl=False)  # strict JSON (report.write_json)
         return
     click.echo(render(scenario, results))
-    wrote = f"Wrote {paths['html']} (report with plots), {paths['json']} and {len(paths) - 2} PNG plots."
+    wrote = (f"Wrote to {out}{os.sep}: {paths['html'].name} (report with plots), {paths['json'].name}, "
+             f"{len(paths) - 2} PNG plots and {decisions.name} (ours' decision at every tick, with its reasons).")
     click.echo("\n" + "\n".join(textwrap.wrap(wrote, 80, break_long_words=False, break_on_hyphens=False)))
 
 

@@ -16,9 +16,11 @@ slots are warm now.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from autoscaler.core import CoreState, decide, forecast_config
+from autoscaler.core.decide import Decision
 from autoscaler.policy import PolicySpec
 from simulations.autoscalers.base import Context
 
@@ -48,8 +50,10 @@ def with_warm_pool(policy: PolicySpec, slots: int, weights_cache_path: str | Non
 class Ours:
     name = "ours"
 
-    def __init__(self, policy: PolicySpec, interval_seconds: float | None = None):
+    def __init__(self, policy: PolicySpec, interval_seconds: float | None = None,
+                 on_decision: Callable[[float, Decision], None] | None = None):
         self.policy = policy
+        self.on_decision = on_decision  # called with (replay second, decision) every tick
         self.interval_seconds = interval_seconds or policy.interval_seconds
         self._fcfg = forecast_config(policy)
         self.state = CoreState()
@@ -69,6 +73,8 @@ class Ours:
         result = decide(self.policy, signals, self.state, ctx.start_epoch + now, self._fcfg)
         self.state = result.state
         self.last_decision = result.decision
+        if self.on_decision is not None:
+            self.on_decision(now, result.decision)
         if self.policy.warm_capacity.enabled:  # the placeholder pool, as the controller keeps it
             fleet.lifecycle.set_warm_slots(result.decision.warm_slots, now)
         return result.decision.desired_replicas

@@ -53,6 +53,10 @@ def test_demo_runs_end_to_end_and_writes_pngs_html_json(tmp_path: Path) -> None:
     assert html.count("data:image/png;base64,") == 3
     data = json.loads((out / "demo.json").read_text())
     assert [r["policy"] for r in data["results"]] == ["ours", "hpa", "oracle"]
+    lines = (out / "demo-decisions.jsonl").read_text().splitlines()
+    assert len(lines) >= 86400 / 15  # ours' decision at every 15-s tick of the day
+    assert {"t", "desired", "reason", "binding", "message", "capacity_factor"} <= json.loads(lines[-1]).keys()
+    assert "demo-decisions.jsonl" in result.output
 
 
 @pytest.mark.parametrize(("args", "message"), [

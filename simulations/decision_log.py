@@ -6,12 +6,15 @@ event, and every component of the decision's explanation (demand, capacity facto
 candidates, stabilization, …): the same record the controller shows in the policy's status, so a replay
 can be read tick by tick (`jq`, or pandas' `read_json(path, lines=True)`). Written as the replay runs,
 so a long trace costs no memory; components a tick does not have are absent from its line.
+
+`breakdown` reads a log back into what the replicas were for, on average (`simulate` prints it).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -46,3 +49,72 @@ class DecisionLog:
                **{k: v for k, v in d.components.items() if math.isfinite(v)}}  # NaN and ∞ are no JSON: left out
         self._file.write(json.dumps(row, allow_nan=False) + "\n")
         self.lines += 1
+
+
+# What each tick's count is made of, from the candidates the decision explains (autoscaler/core/candidates.py):
+# the replicas the demand seen needs at the capacity learned for the SLO (offered work ÷ capacity factor),
+# what the reactive count adds to that (the planned utilization's margin, the backlog's drain, rounding up),
+# what the forecast's band adds above them, what the burst headroom adds above both, what a floor adds, and
+# what the decision held above all of them (the scale-down window, the untested-load floor, unknown data's
+# hold, the surge for replicas leaving).
+PARTS = ("demand", "margin", "forecast", "burst", "floor", "held")
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """Mean replicas per tick over a decision log, split by what asked for them (`PARTS`)."""
+
+    ticks: int
+    parts: dict[str, float]  # mean replicas per tick, by part
+    desired: float  # mean desired replicas per tick
+    short: float  # mean replicas per tick the candidates asked for but the limits (rate, max) did not give
+
+    def to_dict(self) -> dict[str, object]:
+        return {"ticks": self.ticks, "desired": round(self.desired, 3), "short": round(self.short, 3),
+                **{p: round(v, 3) for p, v in self.parts.items()}}
+
+    def describe(self) -> str:
+        """One paragraph: what ours' replicas were for, on average."""
+        p = self.parts
+        named = [("for the demand seen, at a replica's capacity at the SLO as learned so far", p["demand"]),
+                 ("the planned utilization's margin and the backlog's drain", p["margin"]),
+                 ("for the forecast's upper band one cold start ahead", p["forecast"]),
+                 ("burst headroom", p["burst"]), ("floors", p["floor"]),
+                 ("held after demand fell (scale-down window, untested-load floor, unknown data)", p["held"])]
+        said = [f"{'' if i == 0 else '+'}{v:.1f} {what}" for i, (what, v) in enumerate(named) if i == 0 or v >= 0.05]
+        text = (f"Where ours' replicas went (mean over its {self.ticks:,} decisions, {self.desired:.1f} asked "
+                f"for): " + "; ".join(said) + ".")
+        if self.short >= 0.05:
+            text += f" The rate limits and replicas.max held back {self.short:.1f} on average."
+        return text
+
+
+def breakdown(path: Path) -> Breakdown:
+    """The `Breakdown` of the decision log at `path` (ticks with no desired count are skipped)."""
+    sums = dict.fromkeys(PARTS, 0.0)
+    desired = short = 0.0
+    n = 0
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if row.get("desired") is None:
+                continue
+            got = float(row["desired"])
+            reactive = float(row.get("reactive", 0.0))
+            forecast = max(reactive, float(row.get("predictive", 0.0)), float(row.get("concurrency", 0.0)))
+            burst = max(forecast, float(row.get("hedge", 0.0)), float(row.get("burst", 0.0)))
+            floor = max(burst, float(row.get("floor", 0.0)))
+            asked = min(floor, float(row.get("max", math.inf)))
+            factor = float(row.get("capacity_factor", 0.0))
+            demand = min(reactive, asked, float(row.get("offered_work", 0.0)) / factor if factor > 0 else 0.0)
+            sums["demand"] += demand
+            sums["margin"] += max(0.0, min(reactive, asked) - demand)
+            sums["forecast"] += max(0.0, min(forecast, asked) - reactive)
+            sums["burst"] += max(0.0, min(burst, asked) - forecast)
+            sums["floor"] += max(0.0, asked - burst)
+            sums["held"] += max(0.0, got - asked)
+            short += max(0.0, asked - got)
+            desired += got
+            n += 1
+    k = 1.0 / n if n else 0.0
+    return Breakdown(n, {p: v * k for p, v in sums.items()}, desired * k, short * k)

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autoscaler.policy_loader import PolicyError, load_policy_file
 from simulations.autoscalers.registry import parse_baselines
+from simulations.decision_log import breakdown
 from simulations.errors import SimulationInputError
 from simulations.scenario import Scenario, TraceSpec, build_workload, bundled_path, load_scenario, scenario_names
 from simulations.session import simulate as run_all
@@ -81,11 +82,14 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
         results = run_all(scenario, workload, policy, jobs,
                           on_done=lambda r: bar.update(task, advance=1, description=f"done: {r.label}"),
                           decisions_path=decisions)
-    paths = write_reports(scenario, workload, results, out)
+    spent = breakdown(decisions)
+    paths = write_reports(scenario, workload, results, out, {"ours_replicas": spent.to_dict()})
     if as_json:
         click.echo(paths["json"].read_text(encoding="utf-8"), nl=False)  # strict JSON (report.write_json)
         return
     click.echo(render(scenario, results))
+    if spent.ticks:
+        click.echo("\n" + textwrap.fill(spent.describe(), 80, break_long_words=False, break_on_hyphens=False))
     wrote = (f"Wrote to {out}{os.sep}: {paths['html'].name} (report with plots), {paths['json'].name}, "
              f"{len(paths) - 2} PNG plots and {decisions.name} (ours' decision at every tick, with its reasons).")
     click.echo("\n" + "\n".join(textwrap.wrap(wrote, 80, break_long_words=False, break_on_hyphens=False)))

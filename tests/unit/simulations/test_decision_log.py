@@ -11,7 +11,7 @@ import pytest
 from autoscaler.core.decide import Decision
 from autoscaler.core.reason import Reason
 from autoscaler.policy_loader import load_policy_file
-from simulations.decision_log import DecisionLog
+from simulations.decision_log import DecisionLog, breakdown
 from simulations.scenario import Scenario, TraceSpec, build_workload, bundled_path
 from simulations.session import simulate
 
@@ -61,3 +61,48 @@ def test_the_log_is_what_the_replay_applied(tmp_path: Path) -> None:
             checked += 1
     assert checked >= 100
     assert max(r["desired"] for r in rows) > min(r["desired"] for r in rows)  # the crowd moved the fleet
+
+
+def _log(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_the_breakdown_splits_each_count_by_what_asked_for_it(tmp_path: Path) -> None:
+    rows: list[dict] = [
+        # forecast above reactive: 4 for demand (2.0 ÷ 0.5), 2 margin, 2 forecast
+        {"t": 15, "desired": 8, "reactive": 6, "predictive": 8, "floor": 2, "offered_work": 2.0,
+         "capacity_factor": 0.5},
+        # burst headroom above the forecast, and 4 held above what anything asked for (the scale-down window)
+        {"t": 30, "desired": 9, "reactive": 3, "predictive": 4, "hedge": 5, "floor": 2, "offered_work": 1.0,
+         "capacity_factor": 0.5},
+        {"t": 45, "desired": None, "reactive": 40},  # nothing written this tick: not counted
+        # a floor of 6 that the rate limit held to 3
+        {"t": 60, "desired": 3, "reactive": 2, "predictive": 0, "floor": 6, "max": 60, "offered_work": 0.5,
+         "capacity_factor": 0.5},
+    ]
+    b = breakdown(_log(tmp_path / "d.jsonl", rows))
+    assert b.ticks == 3
+    assert b.parts == pytest.approx({"demand": 7 / 3, "margin": 4 / 3, "forecast": 1.0, "burst": 1 / 3, "floor": 4 / 3,
+                                     "held": 4 / 3})
+    assert b.short == pytest.approx(1.0) and b.desired == pytest.approx(20 / 3)
+    text = b.describe()
+    assert "2.3 for the demand seen" in text and "+1.3 held after demand fell" in text and "held back 1.0" in text
+
+
+def test_the_breakdown_of_a_replay_adds_up_to_what_it_asked_for(tmp_path: Path) -> None:
+    sc = Scenario(name="t", trace=TraceSpec(format="flash-crowd", duration_seconds=1800.0), initial_replicas=2,
+                  cold_start="typical")
+    policy = load_policy_file(bundled_path("default-policy.yaml"))[0].spec
+    path = tmp_path / "t-decisions.jsonl"
+    simulate(sc, build_workload(sc), policy, [], decisions_path=path)
+    b = breakdown(path)
+    assert b.ticks >= 120
+    assert sum(b.parts.values()) - b.short == pytest.approx(b.desired)
+    assert all(v >= 0 for v in b.parts.values()) and b.parts["demand"] > 0
+    assert json.loads(json.dumps(b.to_dict()))["ticks"] == b.ticks
+
+
+def test_an_empty_log_has_no_breakdown(tmp_path: Path) -> None:
+    b = breakdown(_log(tmp_path / "d.jsonl", []))
+    assert b.ticks == 0 and b.desired == 0 and not any(b.parts.values())

@@ -57,6 +57,7 @@ def test_demo_runs_end_to_end_and_writes_pngs_html_json(tmp_path: Path) -> None:
     assert len(lines) >= 86400 / 15  # ours' decision at every 15-s tick of the day
     assert {"t", "desired", "reason", "binding", "message", "capacity_factor"} <= json.loads(lines[-1]).keys()
     assert "demo-decisions.jsonl" in result.output
+    assert "Where ours' replicas went" in result.output and data["ours_replicas"]["ticks"] >= 86400 / 15
 
 
 @pytest.mark.parametrize(("args", "message"), [

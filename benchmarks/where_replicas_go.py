@@ -1,0 +1,80 @@
+"""Where ours' replicas go, per bench scenario: each replay's decision log read back by part.
+
+    python benchmarks/where_replicas_go.py [--scenarios a,b] [--priors-scale 0.7] [--workers 2]
+
+replays ours as shipped on each scenario's quick trace (the bench's `ours default` job), writes its decision
+at every tick (simulations/decision_log.py) and prints one row per scenario: attainment, GPU-hours, the
+mean replicas paid for (GPU-hours over the trace's hours), and the mean replicas asked for split by what
+asked for them: the demand seen at a replica's capacity at the SLO as learned so far, the planned
+utilization's margin and the backlog's drain, the forecast's upper band one cold start ahead, burst
+headroom, floors, and what was held after demand fell. Set against the oracle's cost (the bench's table),
+it says which part of the policy a gap comes from. docs/benchmarks.md ("Where the replicas go") records a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
+
+from simulations.decision_log import PARTS, Breakdown, DecisionLog, breakdown
+
+SCENARIOS = ("diurnal", "servegen-large", "servegen-large-cold", "servegen-mid", "azure-code", "azure-conv",
+             "azure-conv-cold", "flash-crowd")
+
+
+def replay(job: tuple[str, float]) -> tuple[str, float, float, float, Breakdown]:
+    """(name, attainment, GPU-hours, trace hours, breakdown) of ours as shipped on the scenario's quick trace."""
+    from simulations.autoscalers import registry
+    from simulations.autoscalers.ours import Ours
+    from simulations.bench import _load, _policy, default_policy_file, scaled_priors
+    from simulations.fidelity import fleet_mode
+    from simulations.runner import duration_of, run
+    from simulations.scenario import load_scenario
+
+    name, scale = job
+    sc, wl = _load(name, True, fleet_mode(load_scenario(name).fidelity, "ours"))
+    policy = registry.ours_policy(scaled_priors(_policy(default_policy_file()), scale), "policy")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}-decisions.jsonl"
+        with DecisionLog(path) as log:
+            r = run(sc, wl, Ours(policy, on_decision=log.write))
+        return name, r.outcome.attainment, r.outcome.gpu_hours, duration_of(wl) / 3600.0, breakdown(path)
+
+
+def table(rows: list[tuple[str, float, float, float, Breakdown]]) -> str:
+    head = ["scenario", "attainment", "GPU-h", "mean paid", "mean asked", *PARTS]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, att, gpu, hours, b in rows:
+        out.append(f"| {name} | {att * 100:.2f}% | {gpu:.2f} | {gpu / hours:.1f} | {b.desired:.1f} | "
+                   + " | ".join(f"{b.parts[p]:.1f}" for p in PARTS) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma list of bench scenarios")
+    ap.add_argument("--priors-scale", type=float, default=1.0, help="every capacity and cold-start prior × this")
+    ap.add_argument("--workers", type=int, default=2)
+    a = ap.parse_args(argv)
+    if not a.priors_scale > 0:
+        ap.error(f"--priors-scale must be > 0, not {a.priors_scale:g}")
+    names = [n for n in a.scenarios.split(",") if n]
+    unknown = sorted(set(names) - set(SCENARIOS))
+    if unknown:
+        ap.error(f"--scenarios: unknown {', '.join(unknown)} (one of {', '.join(SCENARIOS)})")
+    with ProcessPoolExecutor(max(1, a.workers)) as pool:
+        rows = []
+        for row in pool.map(replay, [(n, a.priors_scale) for n in names]):
+            print(f"  {row[0]}: {row[2]:.2f} GPU-h", file=sys.stderr, flush=True)
+            rows.append(row)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

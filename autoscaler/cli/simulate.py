@@ -75,6 +75,11 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
         raise click.UsageError(f"policy: {e}") from None
     out = Path(out_dir or f"out/{scenario.name}")
     decisions = out / f"{scenario.name}-decisions.jsonl"
+    try:  # before the replays: a folder that cannot be written fails now, not after minutes of work
+        out.mkdir(parents=True, exist_ok=True)
+        decisions.touch()
+    except OSError as e:
+        raise click.BadParameter(f"cannot write there: {e.strerror or e}", param_hint="--out") from None
     console = Console(stderr=as_json)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True, disable=not sys.stderr.isatty()) as bar:

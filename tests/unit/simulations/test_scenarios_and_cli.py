@@ -74,6 +74,14 @@ def test_simulate_bad_input_is_a_usage_error(args: list[str], message: str, tmp_
     assert "Traceback" not in result.output
 
 
+def test_simulate_into_a_folder_it_cannot_write_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = CliRunner().invoke(main, ["simulate", "--out", str(blocker / "out"), "--baselines", "hpa"])
+    assert result.exit_code == 2 and "--out" in result.output and "cannot write there" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_simulate_bad_trace_row_names_the_line(tmp_path: Path) -> None:
     p = tmp_path / "t.csv"
     p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9,10,oops\n")

@@ -54,7 +54,8 @@ class DecisionLog:
 # What each tick's count is made of, from the candidates the decision explains (autoscaler/core/candidates.py):
 # the replicas the demand seen needs at the capacity learned for the SLO (offered work ÷ capacity factor),
 # what the reactive count adds to that (the planned utilization's margin, the backlog's drain, rounding up),
-# what the forecast's band adds above them, what the burst headroom adds above both, what a floor adds, and
+# what the forecast's band adds above them, what the burst headroom (and its hold for a cold start after the
+# replicas are up) adds above both, what a floor adds, and
 # what the decision held above all of them (the scale-down window, the untested-load floor, unknown data's
 # hold, the surge for replicas leaving).
 PARTS = ("demand", "margin", "forecast", "burst", "floor", "held")
@@ -79,7 +80,7 @@ class Breakdown:
         named = [("for the demand seen, at a replica's capacity at the SLO as learned so far", p["demand"]),
                  ("the planned utilization's margin and the backlog's drain", p["margin"]),
                  ("for the forecast's upper band one cold start ahead", p["forecast"]),
-                 ("burst headroom", p["burst"]), ("floors", p["floor"]),
+                 ("burst headroom and its hold", p["burst"]), ("floors", p["floor"]),
                  ("held after demand fell (scale-down window, untested-load floor, unknown data)", p["held"])]
         said = [f"{'' if i == 0 else '+'}{v:.1f} {what}" for i, (what, v) in enumerate(named) if i == 0 or v >= 0.05]
         text = (f"Where ours' replicas went (mean over its {self.ticks:,} decisions, {self.desired:.1f} asked "
@@ -102,7 +103,9 @@ def breakdown(path: Path) -> Breakdown:
             got = float(row["desired"])
             reactive = float(row.get("reactive", 0.0))
             forecast = max(reactive, float(row.get("predictive", 0.0)), float(row.get("concurrency", 0.0)))
-            burst = max(forecast, float(row.get("hedge", 0.0)), float(row.get("burst", 0.0)))
+            # the burst candidate is its hold (`burst_held`, this tick's order included) when one is kept
+            burst = max(forecast, float(row.get("hedge", 0.0)), float(row.get("burst", 0.0)),
+                        float(row.get("burst_held", 0.0)))
             floor = max(burst, float(row.get("floor", 0.0)))
             asked = min(floor, float(row.get("max", math.inf)))
             factor = float(row.get("capacity_factor", 0.0))

@@ -90,6 +90,13 @@ def test_the_breakdown_splits_each_count_by_what_asked_for_it(tmp_path: Path) ->
     assert "2.3 for the demand seen" in text and "+1.3 held after demand fell" in text and "held back 1.0" in text
 
 
+def test_replicas_the_burst_hold_keeps_count_as_burst_not_as_held(tmp_path: Path) -> None:
+    rows = [{"t": 15, "desired": 9, "reactive": 3, "predictive": 4, "burst": 0, "burst_held": 9, "floor": 1,
+             "offered_work": 1.0, "capacity_factor": 0.5}]
+    b = breakdown(_log(tmp_path / "d.jsonl", rows))
+    assert b.parts["burst"] == pytest.approx(5.0) and b.parts["held"] == 0.0
+
+
 def test_the_breakdown_of_a_replay_adds_up_to_what_it_asked_for(tmp_path: Path) -> None:
     sc = Scenario(name="t", trace=TraceSpec(format="flash-crowd", duration_seconds=1800.0), initial_replicas=2,
                   cold_start="typical")

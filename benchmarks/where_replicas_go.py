@@ -22,14 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
 from simulations.decision_log import PARTS, Breakdown, DecisionLog, breakdown
-
-SCENARIOS = ("diurnal", "servegen-large", "servegen-large-cold", "servegen-mid", "azure-code", "azure-conv",
-             "azure-conv-cold", "flash-crowd")
+from simulations.scenario import bench_scenario_names, scenario_names
 
 
 def replay(job: tuple[str, float]) -> tuple[str, float, float, float, Breakdown]:
     """(name, attainment, GPU-hours, trace hours, breakdown) of ours as shipped on the scenario's quick trace."""
-    from simulations.autoscalers import registry
     from simulations.autoscalers.ours import Ours
     from simulations.bench import _load, _policy, default_policy_file, scaled_priors
     from simulations.fidelity import fleet_mode
@@ -38,7 +35,7 @@ def replay(job: tuple[str, float]) -> tuple[str, float, float, float, Breakdown]
 
     name, scale = job
     sc, wl = _load(name, True, fleet_mode(load_scenario(name).fidelity, "ours"))
-    policy = registry.ours_policy(scaled_priors(_policy(default_policy_file()), scale), "policy")
+    policy = scaled_priors(_policy(default_policy_file()), scale)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}-decisions.jsonl"
         with DecisionLog(path) as log:
@@ -57,16 +54,16 @@ def table(rows: list[tuple[str, float, float, float, Breakdown]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma list of bench scenarios")
+    ap.add_argument("--scenarios", default=",".join(bench_scenario_names()), help="comma list of scenarios")
     ap.add_argument("--priors-scale", type=float, default=1.0, help="every capacity and cold-start prior × this")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args(argv)
     if not a.priors_scale > 0:
         ap.error(f"--priors-scale must be > 0, not {a.priors_scale:g}")
     names = [n for n in a.scenarios.split(",") if n]
-    unknown = sorted(set(names) - set(SCENARIOS))
+    unknown = sorted(set(names) - set(scenario_names()))
     if unknown:
-        ap.error(f"--scenarios: unknown {', '.join(unknown)} (one of {', '.join(SCENARIOS)})")
+        ap.error(f"--scenarios: unknown {', '.join(unknown)} (one of {', '.join(scenario_names())})")
     with ProcessPoolExecutor(max(1, a.workers)) as pool:
         rows = []
         for row in pool.map(replay, [(n, a.priors_scale) for n in names]):

@@ -18,10 +18,11 @@ The knee is the lower of the two. Both are fitted only once three bins spanning 
 spoken, and each only when its slope says what it should (n rising with load, the quantile rising with
 load): otherwise None, and the plan keeps its prior. Bins fade as the SLO bins do (MAX_WEIGHT windows).
 
-How the plan uses it (stages/capacity.py, decision change V in docs/benchmarks.md): a knee above the
-prior's share of the SLO lifts it, so a prior that understates the replica is corrected from the first
-hours' moderate loads, which the margins keep far under the prior (exploring from the highest load seen
-to hold never got there). A knee below the share is left to the misses (the SLO bins' knee and their
+How the plan uses it (stages/capacity.py, decision changes V and W in docs/benchmarks.md): 15% past the
+knee (where the learner settles when the prior is right) lifts the prior's share of the SLO when higher,
+so a prior that understates the replica is corrected from the first hours' moderate loads, which the
+margins keep far under the prior (exploring from the highest load seen to hold never got there). A knee
+that lift leaves below the share is left to the misses (the SLO bins' knee and their
 trend): those see the bursts inside a rate window that a steady-state fit does not, and planning at the
 engine's knee both ways cost more where the prior's share had held (tried; docs/benchmarks.md).
 

@@ -15,7 +15,14 @@ from autoscaler.core.engine_knee import MIN_BINS, REACH, EngineKnee
 from autoscaler.core.signals import LatencyHistogram, ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import LOW, MIN_WINDOWS, RATIO, SloCapacity, bin_of
-from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, Capacity, capacity, latency_ratio
+from autoscaler.core.stages.capacity import (
+    ENGINE_KNEE_LIFT,
+    PRIOR_SLO_SHARE,
+    Capacity,
+    capacity,
+    latency_ratio,
+    lifted_share,
+)
 
 from .helpers import policy
 
@@ -171,17 +178,22 @@ def _stage(engine: EngineKnee, steady: float | None = None, running: float | Non
                     running, engine)
 
 
-def test_an_engine_knee_above_the_priors_share_lifts_the_plan_and_one_below_leaves_it_to_the_misses() -> None:
+def test_an_engine_knee_lifts_the_plan_15_percent_past_it_only_where_that_passes_the_priors_share() -> None:
     assert _stage(EngineKnee()).factor == PRIOR_SLO_SHARE  # no evidence: the prior's share
-    high = _seen([0.3, 0.36, 0.42, 0.5, 0.6], kv=False)  # saturating at CAPACITY = 0.7 < the share (0.8)
-    assert high.knee(None) == pytest.approx(CAPACITY) and _stage(high).factor == PRIOR_SLO_SHARE
+    # The KV cache fills at 0.7 × 300/317 ≈ 0.662; 15% past it is 0.761, under the share (0.8): the misses decide.
+    low = _seen([0.3, 0.36, 0.42, 0.5])
+    assert low.knee(None) == pytest.approx(0.6625, abs=1e-3) and _stage(low).factor == PRIOR_SLO_SHARE
+    high = _seen([0.3, 0.36, 0.42, 0.5, 0.6], kv=False)  # saturating at CAPACITY = 0.7: 15% past it is 0.805
+    assert high.knee(None) == pytest.approx(CAPACITY) and _stage(high).factor == pytest.approx(0.805)
+    assert lifted_share(CAPACITY) == pytest.approx(ENGINE_KNEE_LIFT * CAPACITY)
+    assert lifted_share(None) == PRIOR_SLO_SHARE
     lifted = EngineKnee()
     for _ in range(int(MIN_WINDOWS)):
         for load in (0.5, 0.6, 0.7):
             lifted = lifted.observe(load, C * _mid(load) / (1.0 - _mid(load)), None, None)  # saturating at 1.0
     assert lifted.knee(None) == pytest.approx(1.0)
     cp = _stage(lifted)
-    assert cp.factor == pytest.approx(1.0) and cp.engine_knee == pytest.approx(1.0)
+    assert cp.factor == pytest.approx(1.15) and cp.engine_knee == pytest.approx(1.0)
     assert cp.explain()["engine_knee"] == 1.0
 
 

@@ -51,12 +51,14 @@ class Ours:
     name = "ours"
 
     def __init__(self, policy: PolicySpec, interval_seconds: float | None = None,
-                 on_decision: Callable[[float, Decision], None] | None = None):
+                 on_decision: Callable[[float, Decision], None] | None = None, state: CoreState | None = None):
         self.policy = policy
         self.on_decision = on_decision  # called with (replay second, decision) every tick
         self.interval_seconds = interval_seconds or policy.interval_seconds
         self._fcfg = forecast_config(policy)
-        self.state = CoreState()
+        # The core's memory to start from: empty, as on a fresh install, or what an earlier replay left (the
+        # controller keeps it in the policy's status across restarts; benchmarks/steady_state.py).
+        self.state = state if state is not None else CoreState()
         self.last_decision: object | None = None
 
     def initial_replicas(self, default: int) -> int:

@@ -1,0 +1,104 @@
+"""Ours with its memory: every day of a multi-day scenario replayed from the state the day before left.
+
+    python benchmarks/steady_state.py DIR [--scenarios a,b] [--priors-scale 0.7] [--workers 2] [--per-day]
+
+DIR holds the replay set's day variants (`replay_set.py write DIR`: NAME~d2.yaml … NAME~d14.yaml). The
+bench and the replay set replay ours on each day from an empty state, as on the day it is installed. A
+controller that has run since then starts each day with the core's memory (forecaster history, capacity at
+the SLO per load bin, the engine's evidence, the SLO budget, learned cold starts), which it keeps in the
+policy's status across restarts. This replays ours on day 1 (the shipped scenario) and on each day variant
+twice: fresh, and carried (day n starts from the state day n − 1's carried replay ended with: a controller
+running since day 1). Each day starts from the same fleet both ways (the day's `initial_replicas`), and the
+core's clock runs on across days (each day's trace keeps its dates), so carried state is read at the times
+it was written. Prints, per scenario, the days at 99% and the GPU-hours fresh and carried; `--per-day`
+adds a row per day. docs/benchmarks.md ("Ours with its memory") records a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
+
+from simulations.bench import TARGET
+from simulations.scenario import bench_scenario_names
+
+Day = tuple[int, float, float, float, float]  # (day, fresh attainment, fresh GPU-h, carried attainment, carried GPU-h)
+
+
+def days_of(out: Path, name: str) -> list[tuple[int, str]]:
+    """(day, scenario name or file) for day 1 (the shipped scenario) and each NAME~dN.yaml in `out`, by day."""
+    found = sorted((int(p.stem.split("~d", 1)[1]), str(p)) for p in out.glob(f"{name}~d*.yaml")
+                   if p.stem.split("~d", 1)[1].isdigit())
+    return [(1, name), *found]
+
+
+def chain(job: tuple[str, list[tuple[int, str]], float]) -> tuple[str, list[Day]]:
+    """Each day of one scenario, fresh and carried (see the module's docstring)."""
+    from simulations.autoscalers.ours import Ours
+    from simulations.bench import _load, _policy, default_policy_file, scaled_priors
+    from simulations.fidelity import fleet_mode
+    from simulations.runner import run
+    from simulations.scenario import load_scenario
+
+    name, days, scale = job
+    policy = scaled_priors(_policy(default_policy_file()), scale)
+    rows: list[Day] = []
+    state = None
+    for day, scenario in days:
+        sc, wl = _load(scenario, True, fleet_mode(load_scenario(scenario).fidelity, "ours"))
+        fresh = run(sc, wl, Ours(policy)).outcome
+        carried_ours = Ours(policy, state=state)
+        carried = run(sc, wl, carried_ours).outcome
+        state = carried_ours.state
+        rows.append((day, fresh.attainment, fresh.gpu_hours, carried.attainment, carried.gpu_hours))
+        print(f"  {name} day {day}: fresh {fresh.attainment:.2%} {fresh.gpu_hours:.2f} GPU-h, carried "
+              f"{carried.attainment:.2%} {carried.gpu_hours:.2f} GPU-h", file=sys.stderr, flush=True)
+    return name, rows
+
+
+def table(results: list[tuple[str, list[Day]]], per_day: bool = False) -> list[str]:
+    """Per scenario: the days at 99% and the GPU-hours, fresh and carried, and carried ÷ fresh (day 1 apart:
+    both start from nothing there)."""
+    lines = ["| scenario | days | at 99%: fresh → carried | GPU-h fresh | GPU-h carried | carried ÷ fresh | "
+             "days 2+: carried ÷ fresh |", "|---|---|---|---|---|---|---|"]
+    for name, rows in results:
+        fa, ca = sum(r[1] >= TARGET for r in rows), sum(r[3] >= TARGET for r in rows)
+        fg, cg = sum(r[2] for r in rows), sum(r[4] for r in rows)
+        later = [r for r in rows if r[0] > 1]
+        lg = sum(r[4] for r in later) / sum(r[2] for r in later) if later and sum(r[2] for r in later) > 0 else None
+        lines.append(f"| {name} | {len(rows)} | {fa} → {ca} | {fg:.2f} | {cg:.2f} | "
+                     f"{cg / fg if fg > 0 else float('nan'):.3f} | {f'{lg:.3f}' if lg is not None else '–'} |")
+        if per_day:
+            for d, a1, g1, a2, g2 in rows:
+                lines.append(f"| {name} day {d} | | {a1:.2%} → {a2:.2%} | {g1:.2f} | {g2:.2f} | "
+                             f"{g2 / g1 if g1 > 0 else float('nan'):.3f} | |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", type=Path, help="the replay set's folder (replay_set.py write DIR)")
+    ap.add_argument("--scenarios", default="", help="comma list (default: every scenario with day variants in DIR)")
+    ap.add_argument("--priors-scale", type=float, default=1.0, help="every capacity and cold-start prior × this")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--per-day", action="store_true", help="also a row per day")
+    a = ap.parse_args(argv)
+    if not a.priors_scale > 0:
+        ap.error(f"--priors-scale must be > 0, not {a.priors_scale:g}")
+    wanted = [n for n in a.scenarios.split(",") if n] or bench_scenario_names()
+    jobs = [(n, d, a.priors_scale) for n in wanted if len(d := days_of(a.dir, n)) > 1]
+    if not jobs:
+        ap.error(f"{a.dir}: no day variants (NAME~d2.yaml …) of {', '.join(wanted)}; "
+                 f"run `python benchmarks/replay_set.py write {a.dir}` first")
+    with ProcessPoolExecutor(max(1, a.workers)) as pool:
+        results = list(pool.map(chain, jobs))
+    print("\n".join(table(results, a.per_day)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -31,9 +31,8 @@ Day = tuple[int, float, float, float, float]  # (day, fresh attainment, fresh GP
 
 def days_of(out: Path, name: str) -> list[tuple[int, str]]:
     """(day, scenario name or file) for day 1 (the shipped scenario) and each NAME~dN.yaml in `out`, by day."""
-    found = sorted((int(p.stem.split("~d", 1)[1]), str(p)) for p in out.glob(f"{name}~d*.yaml")
-                   if p.stem.split("~d", 1)[1].isdigit())
-    return [(1, name), *found]
+    days = ((p.stem.split("~d", 1)[1], str(p)) for p in out.glob(f"{name}~d*.yaml"))
+    return [(1, name), *sorted((int(n), path) for n, path in days if n.isdigit())]
 
 
 def chain(job: tuple[str, list[tuple[int, str]], float]) -> tuple[str, list[Day]]:
@@ -50,9 +49,10 @@ def chain(job: tuple[str, list[tuple[int, str]], float]) -> tuple[str, list[Day]
     state = None
     for day, scenario in days:
         sc, wl = _load(scenario, True, fleet_mode(load_scenario(scenario).fidelity, "ours"))
-        fresh = run(sc, wl, Ours(policy)).outcome
         carried_ours = Ours(policy, state=state)
         carried = run(sc, wl, carried_ours).outcome
+        # Day 1 starts from nothing both ways: the same replay, run once.
+        fresh = carried if state is None else run(sc, wl, Ours(policy)).outcome
         state = carried_ours.state
         rows.append((day, fresh.attainment, fresh.gpu_hours, carried.attainment, carried.gpu_hours))
         print(f"  {name} day {day}: fresh {fresh.attainment:.2%} {fresh.gpu_hours:.2f} GPU-h, carried "

@@ -8,7 +8,8 @@ counts as missed when the SLO share fell short *and* requests queued: misses whi
 SLO prefill alone cannot meet) say nothing about load. The planned load is that capacity times the target
 utilization, which the SLO feedback lowers after misses and raises while the SLO holds with margin
 and the fleet carries its plan (not while it is held above it);
-never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood.
+never past the capacity at the SLO, nor past 95% of the throughput measured while a real queue stood
+(through the whole rate window the service was read over: decision change X).
 Until a knee is found, the prior's share of the SLO (PRIOR_SLO_SHARE) is lifted to ENGINE_KNEE_LIFT past
 where the engine's own evidence puts the knee when that is higher (autoscaler/core/engine_knee.py: the
 batch's growth towards saturation and the SLO's latency quantile, read at every load; decision changes V
@@ -138,17 +139,19 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
              previous_load_factor: float, previous_settled_since: float | None,
              previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
              now: float, offered: float, previous_beyond: bool, queue_held: bool,
-             running: float | None = None, previous_engine: EngineKnee = NO_ENGINE_EVIDENCE) -> Capacity:
+             running: float | None = None, previous_engine: EngineKnee = NO_ENGINE_EVIDENCE,
+             queue_stood: bool = True) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
     saturated = real_queue(waiting, ready) or (kv is not None and kv >= SATURATED_KV)
     # Throughput equals capacity only under a queue that makes requests wait for capacity: one holding at
-    # least the SLO's queue budget of the fleet's service. A long `waiting` count alone is no such queue
-    # (vLLM counts a request as waiting until its first step; at several requests a second per replica a
-    # few are always waiting), and served/ready under it is a utilisation, not a capacity.
+    # least the SLO's queue budget of the fleet's service, and standing through the whole window the service
+    # was read over (`queue_stood`, stages/demand.py). A long `waiting` count alone is no such queue (vLLM
+    # counts a request as waiting until its first step; at several requests a second per replica a few are
+    # always waiting), nor is one scrape's burst, and served/ready beside them is a utilisation, not a capacity.
     throughput_bound = (kv is not None and kv >= SATURATED_KV) or (
-        saturated and backlog >= policy.slo.queue_budget_seconds * served)
+        saturated and queue_stood and backlog >= policy.slo.queue_budget_seconds * served)
     # A backlog the engines that took it hold keeps most replicas idle: their service is no capacity.
     stats = previous.observe(cap, served, ready) if throughput_bound and learn and not queue_held else previous
     # A queue left from before the fleet reached its size drains through the next windows and its requests

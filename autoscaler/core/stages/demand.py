@@ -91,6 +91,26 @@ def remember_waiting(recent: tuple[tuple[float, float], ...], waiting: float | N
     return (*((t, w) for t, w in recent if 0 <= now - t <= keep), (now, waiting))
 
 
+def queue_stood(recent: tuple[tuple[float, float], ...], now: float, interval: float, window: float,
+                ready: int) -> bool:
+    """Whether a real queue (`core.capacity.real_queue` for `ready` replicas) stood at every sample of the last
+    rate window, this tick's included (`recent` as `remember_waiting` returns it), the oldest within half a
+    tick of a window old. Only then is the service read over that window a replica's throughput: a queue
+    seen at one scrape, from a burst that came and went inside the window, beside a service averaged over
+    the whole window is a utilisation (servegen-mid with its memory carried across days: such samples took
+    the measured throughput from 0.79 to 0.48 of the prior in five days; docs/benchmarks.md, decision
+    change X)."""
+    covered = False
+    for t, w in recent:
+        age = now - t
+        if age > window + 0.5 * interval:
+            continue
+        if not real_queue(w, ready):
+            return False
+        covered = covered or age >= window - 0.5 * interval
+    return covered
+
+
 def confirmed(growth: float, last_growth: float, is_real_queue: bool) -> float:
     """Queue growth seen at two ticks in a row: at the newer tick's pace under a real queue, else the smaller
     of the two; a drain seen at two ticks in a row, the smaller of the two; 0 when they disagree.

@@ -112,7 +112,8 @@ def test_the_service_of_a_held_backlog_is_no_throughput_sample() -> None:
 def test_service_beside_a_shrinking_backlog_is_no_throughput_sample_even_while_replicas_start() -> None:
     pol = policy(capacity={"learn": True}, forecast={"enabled": False})
     measured = CapacityStats((1.0,) * 8)  # a replica was seen to drain 1 work unit under a queue
-    state = CoreState(recent_waiting=((985.0, 6000.0),), capacity=measured)
+    # the queue stood through the rate window (60 s) the service is read over
+    state = CoreState(recent_waiting=tuple((t, 6000.0) for t in (940.0, 955.0, 970.0, 985.0)), capacity=measured)
     starting = tuple(StartingReplica("scheduling", 10.0) for _ in range(5))
 
     def tick(served: float):

@@ -20,6 +20,7 @@ from autoscaler.core.stages.demand import (
     confirmed,
     demand,
     queue_growth,
+    queue_stood,
     remember_waiting,
     window_change,
     work_per_request,
@@ -138,6 +139,32 @@ def test_window_change_reads_the_queue_over_the_rate_window_and_remember_keeps_w
     assert window_change(recent, 0.0, 1000.0, 15.0, 120.0) == pytest.approx(-900.0 / 120.0)
     assert window_change(recent[1:], 0.0, 1000.0, 15.0, 120.0) is None  # a minute is not two
     assert remember_waiting(longer, 0.0, 1000.0, 15.0, 120.0)[0] == (875.0, 1200.0)
+
+
+def test_a_queue_stood_only_if_every_sample_of_the_rate_window_was_a_real_queue() -> None:
+    # 4 ready replicas: a real queue is 16 waiting or more (core.capacity.real_queue)
+    stood = ((930.0, 0.0), (940.0, 40.0), (955.0, 30.0), (970.0, 20.0), (985.0, 16.0), (1000.0, 50.0))
+    assert queue_stood(stood, 1000.0, 15.0, 60.0, 4)  # 930 is older than the window and half a tick
+    assert not queue_stood(stood, 1000.0, 15.0, 60.0, 5)  # 16 is no real queue for 5 replicas
+    dipped = ((940.0, 40.0), (955.0, 3.0), (970.0, 40.0), (985.0, 40.0), (1000.0, 40.0))
+    assert not queue_stood(dipped, 1000.0, 15.0, 60.0, 4)  # it came and went inside the window
+    assert not queue_stood(stood[-2:], 1000.0, 15.0, 60.0, 4)  # seen for one tick only: not the window's span
+    assert not queue_stood(((1000.0, 500.0),), 1000.0, 15.0, 60.0, 4)  # this tick alone
+    assert not queue_stood((), 1000.0, 15.0, 60.0, 4)
+    assert queue_stood(((945.0, 40.0), (1000.0, 40.0)), 1000.0, 15.0, 60.0, 4)  # within half a tick of a window
+    assert not queue_stood(stood, 1000.0, 15.0, 120.0, 4)  # a two-minute window: 930 was empty
+    # as the capacity stage uses it: the service beside a queue seen at one scrape is no throughput sample
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    reps = ReplicaCounts(desired=4, ready=4)
+
+    def sampled(stood: bool) -> tuple[float, ...]:
+        return capacity(pol, Signals(), reps, 8.0, 50.0, 50.0, 0.3, True, CapacityStats(), SloCapacity(), 1.0,
+                        None, None, SloBudget(), 15.0, 1000.0, 0.0, False, False, queue_stood=stood).stats.samples
+
+    assert sampled(True) == (2.0,) and sampled(False) == ()
+    # a full KV cache bounds the pace whether or not a queue stood
+    assert capacity(pol, Signals(), reps, 8.0, 0.0, 0.0, 0.97, True, CapacityStats(), SloCapacity(), 1.0, None, None,
+                    SloBudget(), 15.0, 1000.0, 0.0, False, False, queue_stood=False).stats.samples == (2.0,)
 
 
 def test_demand_subtracts_the_drain_over_the_window_the_service_was_read_over() -> None:

@@ -68,13 +68,17 @@ def queue_growth(recent: tuple[tuple[float, float], ...], waiting: float, now: f
     return (waiting - w0) / dt if 0 < dt <= 4 * interval else 0.0
 
 
+def window_old(age: float, interval: float, window: float) -> bool:
+    """Whether a sample `age` seconds old is within half a tick of the rate window's age: the window's start."""
+    return window - 0.5 * interval <= age <= window + 0.5 * interval
+
+
 def window_change(recent: tuple[tuple[float, float], ...], waiting: float, now: float, interval: float,
                   window: float) -> float | None:
     """Sequences/s the queue grew (negative: shrank) over the rate window (`window` seconds): since the oldest
     sample within half a tick of a window old (None: no such sample, as in the first window after a start or
     a gap)."""
-    lo, hi = window - 0.5 * interval, window + 0.5 * interval
-    oldest = next(((t, w) for t, w in recent if now - t > 0 and lo <= now - t <= hi), None)
+    oldest = next(((t, w) for t, w in recent if now - t > 0 and window_old(now - t, interval, window)), None)
     if oldest is None:
         return None
     t0, w0 = oldest
@@ -107,7 +111,7 @@ def queue_stood(recent: tuple[tuple[float, float], ...], now: float, interval: f
             continue
         if not real_queue(w, ready):
             return False
-        covered = covered or age >= window - 0.5 * interval
+        covered = covered or window_old(age, interval, window)
     return covered
 
 

@@ -58,20 +58,20 @@ class CausalReference(Oracle):
 
 
 def _scenario(name: str) -> tuple[Scenario, Trace | BinnedWorkload]:
-    from simulations.bench import _load
+    from simulations.bench import load_replay
     from simulations.fidelity import fleet_mode
     from simulations.scenario import load_scenario
 
-    return _load(name, True, fleet_mode(load_scenario(name).fidelity, "oracle"))  # the oracle's fleet model
+    return load_replay(name, True, fleet_mode(load_scenario(name).fidelity, "oracle"))  # the oracle's fleet model
 
 
 def _ours(name: str) -> tuple[str, float, float]:
     from simulations.autoscalers.ours import Ours
-    from simulations.bench import _policy, default_policy_file
+    from simulations.bench import default_policy_file, policy_spec
     from simulations.runner import run
 
     sc, wl = _scenario(name)
-    r = run(sc, wl, Ours(_policy(default_policy_file())))
+    r = run(sc, wl, Ours(policy_spec(default_policy_file())))
     return name, r.outcome.attainment, r.outcome.gpu_hours
 
 

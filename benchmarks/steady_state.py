@@ -38,17 +38,14 @@ def days_of(out: Path, name: str) -> list[tuple[int, str]]:
 def chain(job: tuple[str, list[tuple[int, str]], float]) -> tuple[str, list[Day]]:
     """Each day of one scenario, fresh and carried (see the module's docstring)."""
     from simulations.autoscalers.ours import Ours
-    from simulations.bench import _load, _policy, default_policy_file, scaled_priors
-    from simulations.fidelity import fleet_mode
+    from simulations.bench import ours_replay
     from simulations.runner import run
-    from simulations.scenario import load_scenario
 
     name, days, scale = job
-    policy = scaled_priors(_policy(default_policy_file()), scale)
     rows: list[Day] = []
     state = None
     for day, scenario in days:
-        sc, wl = _load(scenario, True, fleet_mode(load_scenario(scenario).fidelity, "ours"))
+        sc, wl, policy = ours_replay(scenario, scale)
         carried_ours = Ours(policy, state=state)
         carried = run(sc, wl, carried_ours).outcome
         # Day 1 starts from nothing both ways: the same replay, run once.

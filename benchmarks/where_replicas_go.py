@@ -28,14 +28,11 @@ from simulations.scenario import bench_scenario_names, scenario_names
 def replay(job: tuple[str, float]) -> tuple[str, float, float, float, Breakdown]:
     """(name, attainment, GPU-hours, trace hours, breakdown) of ours as shipped on the scenario's quick trace."""
     from simulations.autoscalers.ours import Ours
-    from simulations.bench import _load, _policy, default_policy_file, scaled_priors
-    from simulations.fidelity import fleet_mode
+    from simulations.bench import ours_replay
     from simulations.runner import duration_of, run
-    from simulations.scenario import load_scenario
 
     name, scale = job
-    sc, wl = _load(name, True, fleet_mode(load_scenario(name).fidelity, "ours"))
-    policy = scaled_priors(_policy(default_policy_file()), scale)
+    sc, wl, policy = ours_replay(name, scale)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}-decisions.jsonl"
         with DecisionLog(path) as log:

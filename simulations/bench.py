@@ -88,7 +88,9 @@ class Job:
 
 
 @lru_cache(maxsize=2)
-def _load(name: str, quick: bool, mode: str) -> tuple[Scenario, Trace | BinnedWorkload]:
+def load_replay(name: str, quick: bool, mode: str) -> tuple[Scenario, Trace | BinnedWorkload]:
+    """Scenario `name` (a bundled name or a file) at fleet model `mode`, and its workload (cut to the quick
+    run's length when `quick`): what a bench job replays."""
     sc = load_scenario(name)
     if mode != sc.fidelity:
         sc = sc.model_copy(update={"fidelity": mode})
@@ -96,10 +98,18 @@ def _load(name: str, quick: bool, mode: str) -> tuple[Scenario, Trace | BinnedWo
 
 
 @lru_cache(maxsize=4)
-def _policy(path: str) -> PolicySpec:
+def policy_spec(path: str) -> PolicySpec:
+    """The spec of the first policy in the file at `path`."""
     from autoscaler.policy_loader import load_policy_file
 
     return load_policy_file(path)[0].spec
+
+
+def ours_replay(name: str, priors_scale: float = 1.0) -> tuple[Scenario, Trace | BinnedWorkload, PolicySpec]:
+    """What the bench's `ours default` job replays on scenario `name`: the scenario at ours' fleet model, its
+    quick workload, and the default policy with every prior × `priors_scale`."""
+    sc, wl = load_replay(name, True, fleet_mode(load_scenario(name).fidelity, "ours"))
+    return sc, wl, scaled_priors(policy_spec(default_policy_file()), priors_scale)
 
 
 def scaled_priors(spec: PolicySpec, k: float) -> PolicySpec:
@@ -151,9 +161,9 @@ def _run_job(job: Job) -> dict[str, Any]:
         raise JobError(f"{job.title}: the fluid fleet is not validated for this family and signal "
                        "(simulations/fidelity.py), and a binned workload has no request-level replay that "
                        "fits: not run", user_error=True)
-    sc0, wl = _load(job.scenario, job.quick, mode)
+    sc0, wl = load_replay(job.scenario, job.quick, mode)
     sc = with_secondary(sc0, job.secondary)
-    policy = scaled_priors(_policy(job.policy_file), job.priors_scale)
+    policy = scaled_priors(policy_spec(job.policy_file), job.priors_scale)
     record: dict[str, Any] = {"scenario": sc.name, "family": job.family, "kind": job.kind,
                               "secondary": dict(job.secondary), "priors_scale": job.priors_scale,
                               "fleet_mode": mode, "quick": job.quick}

@@ -42,7 +42,7 @@ from typing import Any
 
 from autoscaler.policy import PolicySpec
 from simulations.autoscalers.ours import with_warm_pool
-from simulations.bench import default_policy_file, write_markdown_section
+from simulations.bench import default_policy_file, policy_spec, write_markdown_section
 from simulations.bench_report import COLORS
 from simulations.profiles import COLD_START_NAMES
 from simulations.report import write_json
@@ -86,13 +86,6 @@ def _workload(name: str, cold_start: str | None) -> tuple[Scenario, Trace | Binn
     return sc, build_workload(sc)
 
 
-@lru_cache(maxsize=2)
-def _policy(path: str) -> PolicySpec:
-    from autoscaler.policy_loader import load_policy_file
-
-    return load_policy_file(path)[0].spec
-
-
 PRESTAGE_PATH = "/var/cache/inference-autoscaler/models"  # ours' weightsCachePath when weights are pre-staged
 
 
@@ -117,7 +110,7 @@ def run_job(job: WarmJob) -> dict[str, Any]:
     path = PRESTAGE_PATH if job.prestaged is not None and job.pool else None
     sized = job.family == SIZED
     family = "ours" if sized else job.family
-    policy = (with_sized_pool if sized else with_warm_pool)(_policy(job.policy_file), job.pool, path)
+    policy = (with_sized_pool if sized else with_warm_pool)(policy_spec(job.policy_file), job.pool, path)
     secondary = SECONDARY.get(job.scenario, {}).get(family, ())
     knob = main_knob(family, secondary, quick=True)
 

@@ -17,11 +17,11 @@ from simulations.autoscalers.registry import make_baseline
 from simulations.bench import (
     Job,
     JobError,
-    _load,
     command_line,
     default_policy_file,
     headline,
     jobs_for,
+    load_replay,
     run_job,
     run_jobs,
     scaled_priors,
@@ -216,7 +216,7 @@ def test_a_floor_set_on_ours_holds_its_replicas_in_the_shipped_run_and_in_its_se
     pf = default_policy_file()
     shipped = run_job(Job(tiny, "ours", "default", (), True, pf))["winner"]
     floored = run_job(Job(tiny, "ours", "default", (("min_replicas", 5),), True, pf))["winner"]
-    sc, wl = _load(tiny, True, "request")
+    sc, wl = load_replay(tiny, True, "request")
     five = run(sc, wl, make_baseline("static", 5), "static").outcome.gpu_hours  # 5 replicas for the whole run
     assert floored["setting"] == "min_replicas=5"
     assert floored["gpu_hours"] >= five - 1e-6 > shipped["gpu_hours"]

@@ -141,11 +141,11 @@ def test_table_command_takes_labels_or_file_names(tmp_path: Path, capsys: pytest
 
 
 def test_with_settings_changes_one_field_and_writes_a_policy_that_loads(tmp_path: Path) -> None:
-    from simulations.bench import _policy, default_policy_file
+    from simulations.bench import default_policy_file, policy_spec
 
     out = with_settings(default_policy_file(), ["capacity.sloFeedback.enabled=false", "forecast.quantile=0.8"],
                         tmp_path / "p.yaml")
-    shipped, changed = _policy(default_policy_file()), _policy(out)
+    shipped, changed = policy_spec(default_policy_file()), policy_spec(out)
     assert not changed.capacity.slo_feedback.enabled and changed.forecast.quantile == 0.8
     assert shipped.capacity.slo_feedback.enabled and shipped.forecast.quantile == 0.9
     # every other field as shipped

@@ -9,7 +9,7 @@ import yaml
 
 from benchmarks.steady_state import chain, days_of, main, table
 from simulations.autoscalers.ours import Ours
-from simulations.bench import _load, _policy, default_policy_file
+from simulations.bench import default_policy_file, load_replay, policy_spec
 from simulations.runner import run
 from simulations.scenario import scenario_dir
 
@@ -32,16 +32,16 @@ def test_the_fresh_replay_is_the_benchs_and_the_carried_one_starts_from_the_day_
     days = [(1, _day(tmp_path, 1)), (2, _day(tmp_path, 2))]
     name, rows = chain(("servegen-mid", days, 1.0))
     assert name == "servegen-mid" and [r[0] for r in rows] == [1, 2]
-    policy = _policy(default_policy_file())
+    policy = policy_spec(default_policy_file())
     fresh: list[Ours] = []
     for _, path in days:
-        sc, wl = _load(path, True, "fluid")
+        sc, wl = load_replay(path, True, "fluid")
         fresh.append(Ours(policy))
         out = run(sc, wl, fresh[-1]).outcome
         assert (out.attainment, out.gpu_hours) in {(r[1], r[2]) for r in rows}  # fresh is the plain replay
     assert rows[0][1:3] == rows[0][3:5]  # day 1: both start from nothing
     # Carried: day 2 starts from day 1's state, so its forecaster holds both days' buckets.
-    sc, wl = _load(days[1][1], True, "fluid")
+    sc, wl = load_replay(days[1][1], True, "fluid")
     carried = Ours(policy, state=fresh[0].state)
     out = run(sc, wl, carried).outcome
     assert (out.attainment, out.gpu_hours) == rows[1][3:5]

@@ -80,9 +80,9 @@ def test_negative_prestaged_is_a_one_line_error(capsys: pytest.CaptureFixture[st
 def test_ours_sized_lets_the_decision_size_the_pool_within_zero_and_n(small: Path, tmp_path: Path) -> None:
     jobs = warm_bench.jobs_for([str(small)], ["ours", "ours-sized"], [0, 2], "p.yaml")
     assert [(j.family, j.pool) for j in jobs] == [("ours", 0), ("ours", 2), ("ours-sized", 2)]  # no sized pool 0
-    from simulations.bench import default_policy_file
+    from simulations.bench import default_policy_file, policy_spec
 
-    spec = warm_bench._policy(default_policy_file())
+    spec = policy_spec(default_policy_file())
     w = warm_bench.with_sized_pool(spec, 4, "/cache").warm_capacity
     assert (w.enabled, w.min_slots, w.max_slots, w.weights_cache_path) == (True, 0, 4, "/cache")
     out = tmp_path / "w.json"

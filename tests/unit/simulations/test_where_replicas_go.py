@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks.where_replicas_go import PARTS, main, replay, table
 from simulations.autoscalers.ours import Ours
-from simulations.bench import _load, _policy, default_policy_file
+from simulations.bench import default_policy_file, load_replay, policy_spec
 from simulations.fidelity import fleet_mode
 from simulations.runner import run
 from simulations.scenario import load_scenario
@@ -14,8 +14,8 @@ from simulations.scenario import load_scenario
 
 def test_the_replay_is_the_bench_cell_and_its_parts_add_up() -> None:
     name, attainment, gpu, hours, b = replay(("flash-crowd", 1.0))
-    sc, wl = _load("flash-crowd", True, fleet_mode(load_scenario("flash-crowd").fidelity, "ours"))
-    bench = run(sc, wl, Ours(_policy(default_policy_file())))
+    sc, wl = load_replay("flash-crowd", True, fleet_mode(load_scenario("flash-crowd").fidelity, "ours"))
+    bench = run(sc, wl, Ours(policy_spec(default_policy_file())))
     assert (attainment, gpu) == (bench.outcome.attainment, bench.outcome.gpu_hours)  # the log changes nothing
     assert b.ticks >= hours * 3600 / 15
     assert sum(b.parts.values()) - b.short == pytest.approx(b.desired)

@@ -63,7 +63,7 @@ def candidates(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, st
                   state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
                   state.slo_budget, since_last_tick, now, dm.offered, state.beyond_headroom,
                   state.held_queue or idle, r.running, state.engine_knee,
-                  queue_stood(dm.recent, now, policy.interval_seconds, signals.rate_window(), ready))
+                  queue_stood=queue_stood(dm.recent, now, policy.interval_seconds, signals.rate_window(), ready))
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
     hg = hedge(pr.forecast, policy.forecast.step_seconds, lead.high_seconds, policy.slo.quantile, dm.offered,

@@ -139,8 +139,8 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
              previous_load_factor: float, previous_settled_since: float | None,
              previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
              now: float, offered: float, previous_beyond: bool, queue_held: bool,
-             running: float | None = None, previous_engine: EngineKnee = NO_ENGINE_EVIDENCE,
-             queue_stood: bool = True) -> Capacity:
+             running: float | None = None, previous_engine: EngineKnee = NO_ENGINE_EVIDENCE, *,
+             queue_stood: bool) -> Capacity:
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready

@@ -175,7 +175,7 @@ def _stage(engine: EngineKnee, steady: float | None = None, running: float | Non
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
     return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True,
                     CapacityStats(), SloCapacity(), 1.0, None, steady, SloBudget(), 15.0, 1000.0, 0.0, False, False,
-                    running, engine)
+                    running, engine, queue_stood=True)
 
 
 def test_an_engine_knee_lifts_the_plan_15_percent_past_it_only_where_that_passes_the_priors_share() -> None:

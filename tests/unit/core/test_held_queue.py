@@ -103,7 +103,7 @@ def test_the_service_of_a_held_backlog_is_no_throughput_sample() -> None:
 
     def cap(held: bool):
         return capacity(pol, Signals(), reps, SERVED, 5000.0, 500.0, 0.3, True, CapacityStats(), SloCapacity(), 1.0,
-                        None, None, SloBudget(), 15.0, 1000.0, SERVED, False, held)
+                        None, None, SloBudget(), 15.0, 1000.0, SERVED, False, held, queue_stood=True)
 
     assert cap(False).stats.samples == (SERVED / 60,)  # a real queue: served/ready is taken as throughput
     assert cap(True).stats.samples == ()

@@ -193,7 +193,7 @@ def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, sign
     # backlog: the queue in work units (default: one replica-second per waiting sequence)
     return capacity(pol, signals or Signals(), reps, served, waiting, waiting if backlog is None else backlog, kv,
                     learn, stats or CapacityStats(), slo or SloCapacity(), 1.0, None, steady,
-                    budget or SloBudget(), 15.0, now, 0.0, False, False)
+                    budget or SloBudget(), 15.0, now, 0.0, False, False, queue_stood=True)
 
 
 def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_utilization() -> None:
@@ -302,7 +302,8 @@ def test_an_episode_past_the_factors_reach_buys_no_headroom_until_the_fleet_sett
 
     def tick(reps: ReplicaCounts, offered: float, beyond: bool, waiting: float = 50.0):
         return capacity(pol, missing, reps, min(offered, 2.0), waiting, waiting, 0.3, True, CapacityStats(),
-                        SloCapacity(), 1.0, None, None, burning, 15.0, 1000.0, offered, beyond, False)
+                        SloCapacity(), 1.0, None, None, burning, 15.0, 1000.0, offered, beyond, False,
+                        queue_stood=True)
 
     # A rise the factor could have covered (2.4 on 4 ready at 0.8 of the prior each): its misses raise it.
     rise = tick(starting, 2.4, False)

@@ -178,7 +178,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     throughput = stats.factor(cap)
     over, held, trend = slo.limits(policy.slo.quantile)
     if cap.learn:
-        factor = plan_at(over, held, lifted_share(knee),
+        factor = plan_at(measured_knee(over, knee, explore), held, lifted_share(knee),
                          learned_floor(cap, throughput), cap.learn_max_factor, explore, trend)
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:
             factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
@@ -207,6 +207,23 @@ def lifted_share(knee: float | None) -> float:
     """The capacity at the SLO planned before any knee is found, as a factor of the prior: the prior's share,
     or ENGINE_KNEE_LIFT past the engine's knee when that is higher (decision changes V and W)."""
     return PRIOR_SLO_SHARE if knee is None else max(PRIOR_SLO_SHARE, ENGINE_KNEE_LIFT * knee)
+
+
+def measured_knee(over: float | None, engine_knee: float | None, explore: float) -> float | None:
+    """The knee the misses found (`over`), raised towards the engine's knee when that is higher, by at most
+    the hours' error budget's exploration (`explore`; none while it is spent past half): decision change Y.
+
+    A window's misses are charged to the load its replicas served. In an overload they served less than
+    arrived (a scale-down the prior allowed, a burst), so the misses land in a bin under the load that broke
+    the SLO. That bin is then over the budget, the plan stays under it, and no later window tests it again:
+    on diurnal with the priors ×1.3 the fleet stepped 9 → 7 at minute 49, the bin at 0.434 went over, and the
+    plan held 0.434 all day while the engine's knee said 0.49-0.50 (GPU-hours 1.16× the right priors').
+    The engine's knee is where a steady load starts to queue; misses under it came from a transient. Raised
+    all the way to it, four bursty ServeGen days fell under 99% at priors ×1.3 (their knee is under the
+    steady fit's), so the raise is only the exploration's (+10%), which kept every replay."""
+    if over is None or engine_knee is None or not engine_knee > over:
+        return over
+    return min(engine_knee, over * (1.0 + max(0.0, explore)))
 
 
 def planned_share(cap: CapacitySpec, lf: float) -> float:

@@ -14,7 +14,7 @@ from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.engine_knee import MIN_BINS, REACH, EngineKnee
 from autoscaler.core.signals import LatencyHistogram, ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
-from autoscaler.core.slo_capacity import LOW, MIN_WINDOWS, RATIO, SloCapacity, bin_of
+from autoscaler.core.slo_capacity import EXPLORE, LOW, MIN_WINDOWS, RATIO, SloCapacity, bin_of
 from autoscaler.core.stages.capacity import (
     ENGINE_KNEE_LIFT,
     PRIOR_SLO_SHARE,
@@ -220,3 +220,41 @@ def test_the_latency_ratio_is_the_slos_quantile_over_the_slo_taking_the_worse_of
     assert latency_ratio(both, Signals(ttft_histogram=ttft)) == pytest.approx(r_ttft)
     few = LatencyHistogram((1.0, math.inf), (150.0, 150.0), 5.0)  # under 2 ÷ (1 − 0.99) = 200 requests
     assert latency_ratio(both, Signals(ttft_histogram=few)) is None
+
+
+def _saturating(at: float, loads: tuple[float, ...]) -> EngineKnee:
+    """Engine evidence of a replica whose batch grows towards saturation at `at` (no KV use: the knee is `at`)."""
+    e = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load in loads:
+            e = e.observe(load, C * _mid(load) / (at - _mid(load)), None, None)
+    return e
+
+
+def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budgets_exploration() -> None:
+    slo = SloCapacity()
+    for _ in range(int(MIN_WINDOWS)):
+        slo = slo.observe(0.6, 1000.0, 100.0)  # 10% missed at 0.6 per replica: a knee at its bin's lower edge
+    over = slo.knee(0.99)[0]
+    assert over is not None and over == pytest.approx(LOW * RATIO ** (bin_of(0.6) or 0))
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+
+    def factor(engine: EngineKnee, budget: SloBudget | None = None) -> float:
+        return capacity(pol, Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True, CapacityStats(),
+                        slo, 1.0, None, None, budget or SloBudget(), 15.0, 1000.0, 0.0, False, False, None, engine,
+                        queue_stood=True).factor
+
+    far = _saturating(0.9, (0.45, 0.55, 0.65))
+    near = _saturating(0.62, (0.3, 0.36, 0.42))
+    under = _saturating(0.5, (0.25, 0.3, 0.36))
+    assert far.knee(None) == pytest.approx(0.9) and near.knee(None) == pytest.approx(0.62)
+    assert under.knee(None) == pytest.approx(0.5)
+    # The engine says a steady load queues only well past the misses: they came from a transient, and the
+    # plan explores past them as far as the hours' budget allows (+10% with no budget spent).
+    assert factor(far) == pytest.approx(over * (1.0 + EXPLORE))
+    assert factor(near) == pytest.approx(0.62)  # never past the engine's own knee
+    assert factor(under) == pytest.approx(over)  # the engine agrees: the measured knee stands
+    assert factor(EngineKnee()) == pytest.approx(over)  # no engine evidence: as measured
+    # The hours' budget spent past half: no exploration, the measured knee stands.
+    assert factor(far, SloBudget(10_000.0, 80.0)) == pytest.approx(over)
+    assert factor(far, SloBudget(10_000.0, 300.0)) == pytest.approx(over)

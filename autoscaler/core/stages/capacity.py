@@ -17,6 +17,7 @@ and W).
 With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
 error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
 than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
+A knee the misses found under the engine's is planned past by as much (`measured_knee`, decision change Y).
 """
 
 from __future__ import annotations

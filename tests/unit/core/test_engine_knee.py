@@ -22,6 +22,7 @@ from autoscaler.core.stages.capacity import (
     capacity,
     latency_ratio,
     lifted_share,
+    measured_knee,
 )
 
 from .helpers import policy
@@ -258,3 +259,16 @@ def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budg
     # The hours' budget spent past half: no exploration, the measured knee stands.
     assert factor(far, SloBudget(10_000.0, 80.0)) == pytest.approx(over)
     assert factor(far, SloBudget(10_000.0, 300.0)) == pytest.approx(over)
+
+
+@settings(max_examples=300, deadline=None)
+@given(over=st.none() | st.floats(0.02, 100.0), engine=st.none() | st.floats(0.02, 100.0),
+       explore=st.floats(-EXPLORE, EXPLORE))
+def test_a_measured_knee_moves_only_up_towards_the_engines_and_never_past_the_exploration(
+        over: float | None, engine: float | None, explore: float) -> None:
+    k = measured_knee(over, engine, explore)
+    if over is None:
+        assert k is None
+        return
+    assert k is not None and over <= k <= over * (1.0 + max(0.0, explore)) + 1e-12
+    assert k <= max(over, engine if engine is not None else over)

@@ -76,11 +76,14 @@ class Capacity:
     beyond_headroom: bool = False
     engine: EngineKnee = field(default_factory=EngineKnee)  # the engine's batch and latency per load bin
     engine_knee: float | None = None  # where they say the SLO stops holding (None: too little evidence)
+    # The knee the misses found (SloCapacity.knee), before `measured_knee` raises it; None: none found yet.
+    slo_knee: float | None = None
 
     def explain(self) -> dict[str, float]:
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
                 "capacity_explore": round(self.explore, 4),
-                **({"engine_knee": round(self.engine_knee, 4)} if self.engine_knee is not None else {})}
+                **({"engine_knee": round(self.engine_knee, 4)} if self.engine_knee is not None else {}),
+                **({"slo_knee": round(self.slo_knee, 4)} if self.slo_knee is not None else {})}
 
 
 def queued(policy: PolicySpec, signals: Signals, waiting: float, stale: float) -> bool:
@@ -201,7 +204,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond, engine, knee)
+                    untested, beyond, engine, knee, over)
 
 
 def lifted_share(knee: float | None) -> float:

@@ -240,10 +240,13 @@ def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budg
     assert over is not None and over == pytest.approx(LOW * RATIO ** (bin_of(0.6) or 0))
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
 
-    def factor(engine: EngineKnee, budget: SloBudget | None = None) -> float:
+    def stage(engine: EngineKnee, budget: SloBudget | None = None) -> Capacity:
         return capacity(pol, Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True, CapacityStats(),
                         slo, 1.0, None, None, budget or SloBudget(), 15.0, 1000.0, 0.0, False, False, None, engine,
-                        queue_stood=True).factor
+                        queue_stood=True)
+
+    def factor(engine: EngineKnee, budget: SloBudget | None = None) -> float:
+        return stage(engine, budget).factor
 
     far = _saturating(0.9, (0.45, 0.55, 0.65))
     near = _saturating(0.62, (0.3, 0.36, 0.42))
@@ -259,6 +262,10 @@ def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budg
     # The hours' budget spent past half: no exploration, the measured knee stands.
     assert factor(far, SloBudget(10_000.0, 80.0)) == pytest.approx(over)
     assert factor(far, SloBudget(10_000.0, 300.0)) == pytest.approx(over)
+    # The explanation shows the knee as the misses found it beside the plan, so a raise can be read off it.
+    shown = stage(far).explain()
+    assert shown["slo_knee"] == round(over, 4) and shown["capacity_factor"] > shown["slo_knee"]
+    assert "slo_knee" not in _stage(EngineKnee()).explain()  # no knee found: nothing to show
 
 
 @settings(max_examples=300, deadline=None)

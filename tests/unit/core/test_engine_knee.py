@@ -172,11 +172,11 @@ def test_the_quantile_inverts_the_share_within(counts: list[int], q: float) -> N
 
 # how the capacity stage uses it
 def _stage(engine: EngineKnee, steady: float | None = None, running: float | None = None,
-           sig: Signals | None = None) -> Capacity:
+           sig: Signals | None = None, slo: SloCapacity | None = None, budget: SloBudget | None = None) -> Capacity:
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
     return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True,
-                    CapacityStats(), SloCapacity(), 1.0, None, steady, SloBudget(), 15.0, 1000.0, 0.0, False, False,
-                    running, engine, queue_stood=True)
+                    CapacityStats(), slo or SloCapacity(), 1.0, None, steady, budget or SloBudget(), 15.0, 1000.0, 0.0,
+                    False, False, running, engine, queue_stood=True)
 
 
 def test_an_engine_knee_lifts_the_plan_15_percent_past_it_only_where_that_passes_the_priors_share() -> None:
@@ -238,15 +238,9 @@ def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budg
         slo = slo.observe(0.6, 1000.0, 100.0)  # 10% missed at 0.6 per replica: a knee at its bin's lower edge
     over = slo.knee(0.99)[0]
     assert over is not None and over == pytest.approx(LOW * RATIO ** (bin_of(0.6) or 0))
-    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
-
-    def stage(engine: EngineKnee, budget: SloBudget | None = None) -> Capacity:
-        return capacity(pol, Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True, CapacityStats(),
-                        slo, 1.0, None, None, budget or SloBudget(), 15.0, 1000.0, 0.0, False, False, None, engine,
-                        queue_stood=True)
 
     def factor(engine: EngineKnee, budget: SloBudget | None = None) -> float:
-        return stage(engine, budget).factor
+        return _stage(engine, slo=slo, budget=budget).factor
 
     far = _saturating(0.9, (0.45, 0.55, 0.65))
     near = _saturating(0.62, (0.3, 0.36, 0.42))
@@ -263,7 +257,7 @@ def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budg
     assert factor(far, SloBudget(10_000.0, 80.0)) == pytest.approx(over)
     assert factor(far, SloBudget(10_000.0, 300.0)) == pytest.approx(over)
     # The explanation shows the knee as the misses found it beside the plan, so a raise can be read off it.
-    shown = stage(far).explain()
+    shown = _stage(far, slo=slo).explain()
     assert shown["slo_knee"] == round(over, 4) and shown["capacity_factor"] > shown["slo_knee"]
     assert "slo_knee" not in _stage(EngineKnee()).explain()  # no knee found: nothing to show
 

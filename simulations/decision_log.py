@@ -59,6 +59,16 @@ class DecisionLog:
 # what the decision held above all of them (the scale-down window, the untested-load floor, unknown data's
 # hold, the surge for replicas leaving).
 PARTS = ("demand", "margin", "forecast", "burst", "floor", "held")
+# The stacked levels a tick's count is split at, each the largest of the candidates named (as the explanation
+# names them: `Candidates.asks`, plus `burst_held`, the burst hold with this tick's order) and of the level
+# below it: reactive, then the forecast's and the concurrency's, then the burst candidates', then the floor.
+# Every candidate the core asks for is in one level (tests check it).
+LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("margin", ("reactive",)),
+    ("forecast", ("predictive", "concurrency")),
+    ("burst", ("hedge", "burst", "burst_held")),
+    ("floor", ("floor",)),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,20 +111,17 @@ def breakdown(path: Path) -> Breakdown:
             if row.get("desired") is None:
                 continue
             got = float(row["desired"])
-            reactive = float(row.get("reactive", 0.0))
-            forecast = max(reactive, float(row.get("predictive", 0.0)), float(row.get("concurrency", 0.0)))
-            # the burst candidate is its hold (`burst_held`, this tick's order included) when one is kept
-            burst = max(forecast, float(row.get("hedge", 0.0)), float(row.get("burst", 0.0)),
-                        float(row.get("burst_held", 0.0)))
-            floor = max(burst, float(row.get("floor", 0.0)))
-            asked = min(floor, float(row.get("max", math.inf)))
+            levels, below = {}, 0.0
+            for part, names in LEVELS:
+                below = levels[part] = max(below, *(float(row.get(name, 0.0)) for name in names))
+            reactive, asked = levels["margin"], min(below, float(row.get("max", math.inf)))
             factor = float(row.get("capacity_factor", 0.0))
             demand = min(reactive, asked, float(row.get("offered_work", 0.0)) / factor if factor > 0 else 0.0)
             sums["demand"] += demand
-            sums["margin"] += max(0.0, min(reactive, asked) - demand)
-            sums["forecast"] += max(0.0, min(forecast, asked) - reactive)
-            sums["burst"] += max(0.0, min(burst, asked) - forecast)
-            sums["floor"] += max(0.0, asked - burst)
+            under = demand
+            for part, _ in LEVELS:  # each level's replicas above the one below it, as far as the ask reached
+                sums[part] += max(0.0, min(levels[part], asked) - under)
+                under = max(under, min(levels[part], asked))
             sums["held"] += max(0.0, got - asked)
             short += max(0.0, asked - got)
             desired += got

@@ -8,12 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.core.decide import Decision
+from autoscaler.core import CoreState
+from autoscaler.core.candidates import candidates
+from autoscaler.core.coldstart import lead_time
+from autoscaler.core.decide import Decision, forecast_config
 from autoscaler.core.reason import Reason
+from autoscaler.core.stages.readings import read
 from autoscaler.policy_loader import load_policy_file
-from simulations.decision_log import DecisionLog, breakdown
+from simulations.decision_log import LEVELS, DecisionLog, breakdown
 from simulations.scenario import Scenario, TraceSpec, build_workload, bundled_path
 from simulations.session import simulate
+from tests.unit.core.helpers import policy, signals
 
 
 def _decision(**components: float) -> Decision:
@@ -113,3 +118,14 @@ def test_the_breakdown_of_a_replay_adds_up_to_what_it_asked_for(tmp_path: Path) 
 def test_an_empty_log_has_no_breakdown(tmp_path: Path) -> None:
     b = breakdown(_log(tmp_path / "d.jsonl", []))
     assert b.ticks == 0 and b.desired == 0 and not any(b.parts.values())
+
+
+def test_every_candidate_the_core_asks_for_is_in_one_level_of_the_breakdown() -> None:
+    pol = policy(forecast={"enabled": True})
+    sig = signals(work=4.0, desired=4, waiting=40.0, request_rate=40)
+    lead = lead_time(pol.cold_start, CoreState().coldstart, sig.cluster)
+    assert sig.replicas is not None
+    c = candidates(pol, sig, sig.replicas, CoreState(), read(pol, sig), lead, forecast_config(pol), 1000.0, 15.0)
+    named = [name for _, names in LEVELS for name in names]
+    assert len(named) == len(set(named))  # each in one level only
+    assert set(c.asks(floor=1)) <= set(named)  # a candidate added to the core is split somewhere

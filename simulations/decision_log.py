@@ -44,8 +44,7 @@ class DecisionLog:
     def write(self, seconds: float, d: Decision) -> None:
         if self._file is None:
             raise RuntimeError(f"{self.path}: DecisionLog.write outside its `with` block")
-        row = {"t": round(seconds, 3), "current": d.current_replicas, "desired": d.desired_replicas,
-               "reason": d.reason.value, "binding": d.binding, "panic": d.panic, "message": d.message,
+        row = {"t": round(seconds, 3), "current": d.current_replicas, "desired": d.desired_replicas, **d.why(),
                **{k: v for k, v in d.components.items() if math.isfinite(v)}}  # NaN and ∞ are no JSON: left out
         self._file.write(json.dumps(row, allow_nan=False) + "\n")
         self.lines += 1

@@ -17,12 +17,9 @@ def _num(x: float | None, digits: int = 3) -> float | None:
 
 def decision_status(decision: Decision, now: float, dry_run: bool, applied: bool) -> dict[str, Any]:
     return {
-        "reason": decision.reason.value,
-        "binding": decision.binding,
-        "message": decision.message,
+        **decision.why(),
         "components": {k: _num(v, 4) for k, v in decision.components.items()},
         "time": format_time(now),
-        "panic": decision.panic,
         "dryRun": dry_run,
         "applied": applied,
     }

@@ -65,6 +65,10 @@ class Decision:
     slo_infeasible_share: float | None = None
     slo_infeasible_message: str = ""
 
+    def why(self) -> dict[str, str | bool]:
+        """Why this count, as the policy's status and a replay's decision log both record it."""
+        return {"reason": self.reason.value, "binding": self.binding, "panic": self.panic, "message": self.message}
+
 
 @dataclass(frozen=True, slots=True)
 class DecisionResult:

@@ -17,7 +17,8 @@ and W).
 With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
 error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
 than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
-A knee the misses found under the engine's is planned past by as much (`measured_knee`, decision change Y).
+A knee the misses found (or their trend) under the engine's is planned past by as much (`measured_knee`,
+decision changes Y and Y2).
 """
 
 from __future__ import annotations
@@ -78,12 +79,16 @@ class Capacity:
     engine_knee: float | None = None  # where they say the SLO stops holding (None: too little evidence)
     # The knee the misses found (SloCapacity.knee), before `measured_knee` raises it; None: none found yet.
     slo_knee: float | None = None
+    # With no knee found, where the misses' trend puts it (SloCapacity.trend_knee), before `measured_knee`
+    # raises it; None: no trend fitted.
+    slo_trend: float | None = None
 
     def explain(self) -> dict[str, float]:
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
                 "capacity_explore": round(self.explore, 4),
                 **({"engine_knee": round(self.engine_knee, 4)} if self.engine_knee is not None else {}),
-                **({"slo_knee": round(self.slo_knee, 4)} if self.slo_knee is not None else {})}
+                **({"slo_knee": round(self.slo_knee, 4)} if self.slo_knee is not None else {}),
+                **({"slo_trend": round(self.slo_trend, 4)} if self.slo_trend is not None else {})}
 
 
 def queued(policy: PolicySpec, signals: Signals, waiting: float, stale: float) -> bool:
@@ -183,7 +188,8 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     over, held, trend = slo.limits(policy.slo.quantile)
     if cap.learn:
         factor = plan_at(measured_knee(over, knee, explore), held, lifted_share(knee),
-                         learned_floor(cap, throughput), cap.learn_max_factor, explore, trend)
+                         learned_floor(cap, throughput), cap.learn_max_factor, explore,
+                         measured_knee(trend, knee, explore))
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:
             factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     else:
@@ -204,7 +210,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond, engine, knee, over)
+                    untested, beyond, engine, knee, over, trend)
 
 
 def lifted_share(knee: float | None) -> float:
@@ -214,8 +220,9 @@ def lifted_share(knee: float | None) -> float:
 
 
 def measured_knee(over: float | None, engine_knee: float | None, explore: float) -> float | None:
-    """The knee the misses found (`over`), raised towards the engine's knee when that is higher, by at most
-    the hours' error budget's exploration (`explore`; none while it is spent past half): decision change Y.
+    """The knee the misses found (`over`: a bin over the budget, or before one is, their trend), raised towards
+    the engine's knee when that is higher, by at most the hours' error budget's exploration (`explore`; none
+    while it is spent past half): decision change Y, and for the trend Y2.
 
     A window's misses are charged to the load its replicas served. In an overload they served less than
     arrived (a scale-down the prior allowed, a burst), so the misses land in a bin under the load that broke
@@ -224,7 +231,9 @@ def measured_knee(over: float | None, engine_knee: float | None, explore: float)
     plan held 0.434 all day while the engine's knee said 0.49-0.50 (GPU-hours 1.16× the right priors').
     The engine's knee is where a steady load starts to queue; misses under it came from a transient. Raised
     all the way to it, four bursty ServeGen days fell under 99% at priors ×1.3 (their knee is under the
-    steady fit's), so the raise is only the exploration's (+10%), which kept every replay."""
+    steady fit's), so the raise is only the exploration's (+10%), which kept every replay. A trend pins the plan
+    the same way: fitted in hour 7 of a servegen-mid day at 0.561 of the prior, it capped the remaining 17
+    hours while the engine's knee said 0.63-0.67 (docs/benchmarks.md, decision change Y2)."""
     if over is None or engine_knee is None or not engine_knee > over:
         return over
     return min(engine_knee, over * (1.0 + max(0.0, explore)))

@@ -262,6 +262,32 @@ def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budg
     assert "slo_knee" not in _stage(EngineKnee()).explain()  # no knee found: nothing to show
 
 
+def test_the_misses_trend_under_the_engines_knee_is_raised_towards_it_the_same_way() -> None:
+    slo = SloCapacity()
+    for _ in range(int(MIN_WINDOWS)):  # misses rising with load, every bin under the budget: a trend, no knee
+        for load, missed in ((0.3, 0.5), (0.36, 1.0), (0.42, 2.0), (0.5, 4.0)):
+            slo = slo.observe(load, 1000.0, missed)
+    over, held, trend = slo.limits(0.99)
+    assert over is None and held is not None and trend is not None and held * (1.0 + EXPLORE) > trend
+
+    def stage(engine: EngineKnee, budget: SloBudget | None = None) -> Capacity:
+        return _stage(engine, slo=slo, budget=budget)
+
+    far, near = _saturating(0.9, (0.45, 0.55, 0.65)), _saturating(0.54, (0.3, 0.36, 0.42))
+    under = _saturating(0.5, (0.25, 0.3, 0.36))
+    near_knee, under_knee = near.knee(None), under.knee(None)
+    assert near_knee is not None and trend < near_knee < trend * (1.0 + EXPLORE)
+    assert under_knee is not None and under_knee < trend
+    assert stage(far).factor == pytest.approx(trend * (1.0 + EXPLORE))  # explored past, by the budget's +10%
+    assert stage(near).factor == pytest.approx(0.54)  # never past the engine's own knee
+    assert stage(under).factor == pytest.approx(trend)  # the engine agrees: the trend stands
+    assert stage(EngineKnee()).factor == pytest.approx(trend)  # no engine evidence: as fitted
+    assert stage(far, SloBudget(10_000.0, 80.0)).factor == pytest.approx(trend)  # budget spent past half
+    shown = stage(far).explain()
+    assert shown["slo_trend"] == round(trend, 4) and "slo_knee" not in shown
+    assert "slo_trend" not in _stage(EngineKnee()).explain()  # no misses: no trend to show
+
+
 @settings(max_examples=300, deadline=None)
 @given(over=st.none() | st.floats(0.02, 100.0), engine=st.none() | st.floats(0.02, 100.0),
        explore=st.floats(-EXPLORE, EXPLORE))

@@ -232,8 +232,8 @@ def measured_knee(over: float | None, engine_knee: float | None, explore: float)
     The engine's knee is where a steady load starts to queue; misses under it came from a transient. Raised
     all the way to it, four bursty ServeGen days fell under 99% at priors ×1.3 (their knee is under the
     steady fit's), so the raise is only the exploration's (+10%), which kept every replay. A trend pins the plan
-    the same way: fitted in hour 7 of a servegen-mid day at 0.561 of the prior, it capped the remaining 17
-    hours while the engine's knee said 0.63-0.67 (docs/benchmarks.md, decision change Y2)."""
+    the same way: fitted in hour 1 of servegen-large-cold's day at 0.594 of the prior, it capped the whole
+    day (0.561 by hour 18) while the engine's knee said 0.62-0.77 (docs/benchmarks.md, decision change Y2)."""
     if over is None or engine_knee is None or not engine_knee > over:
         return over
     return min(engine_knee, over * (1.0 + max(0.0, explore)))

@@ -84,11 +84,9 @@ class Capacity:
     slo_trend: float | None = None
 
     def explain(self) -> dict[str, float]:
+        known = (("engine_knee", self.engine_knee), ("slo_knee", self.slo_knee), ("slo_trend", self.slo_trend))
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
-                "capacity_explore": round(self.explore, 4),
-                **({"engine_knee": round(self.engine_knee, 4)} if self.engine_knee is not None else {}),
-                **({"slo_knee": round(self.slo_knee, 4)} if self.slo_knee is not None else {}),
-                **({"slo_trend": round(self.slo_trend, 4)} if self.slo_trend is not None else {})}
+                "capacity_explore": round(self.explore, 4), **{k: round(v, 4) for k, v in known if v is not None}}
 
 
 def queued(policy: PolicySpec, signals: Signals, waiting: float, stale: float) -> bool:

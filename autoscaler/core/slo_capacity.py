@@ -16,7 +16,15 @@ the load at which they reach TREND_SHARE of the budget, and the plan stays under
 overstates the replica is thus contradicted while the fleet still holds the SLO, not by the first rise
 that breaks it (docs/benchmarks.md, decision change L).
 
-Pure and small: at most one entry per bin, serialised as [bin, windows, requests, missed] rows.
+A knee in load per replica says how hot one replica may run, but what breaks the SLO under a steady load
+that is well under a replica's throughput is a burst inside the rate window (a few clients sending many
+long prompts at once), and that burst is met by the fleet's spare capacity in absolute terms, not per
+replica. A knee found on a small fleet therefore overstates what a large fleet needs. So the learner also
+keeps the mean fleet size of the windows that missed (`miss_fleet`), and `spread_knee` turns the knee into
+the load per replica that leaves the same spare capacity at the current demand (decision change Z).
+
+Pure and small: at most one entry per bin, serialised as [bin, windows, requests, missed] rows, and the
+windows that missed as [windows, Σ ready replicas] (`fleet_to_list`).
 """
 
 from __future__ import annotations
@@ -59,11 +67,20 @@ class SloCapacity:
     """Per load bin, ascending: (bin, windows, requests judged, requests that missed because of load)."""
 
     bins: tuple[tuple[int, float, float, float], ...] = ()
+    miss_windows: float = 0.0  # windows in which requests missed (faded to MAX_WEIGHT)
+    miss_ready: float = 0.0  # Σ ready replicas over those windows
 
-    def observe(self, load: float, requests: float, missed: float) -> SloCapacity:
+    def observe(self, load: float, requests: float, missed: float, ready: float = 0.0) -> SloCapacity:
+        """One clean window: load per ready replica, requests judged, requests that missed because of load,
+        and the ready replicas that carried it."""
         b = bin_of(load)
         if b is None or not requests > 0 or not 0 <= missed <= requests:
             return self
+        mw, mr = self.miss_windows, self.miss_ready
+        if missed > 0 and ready > 0 and math.isfinite(ready):
+            mw, mr = mw + 1.0, mr + ready
+            if mw > MAX_WEIGHT:
+                mw, mr = MAX_WEIGHT, mr * MAX_WEIGHT / mw
         out, done = [], False
         for i, n, r, m in self.bins:
             if i == b:
@@ -75,7 +92,11 @@ class SloCapacity:
         if not done:
             out.append((b, 1.0, requests, missed))
             out.sort()
-        return SloCapacity(tuple(out))
+        return SloCapacity(tuple(out), mw, mr)
+
+    def miss_fleet(self) -> float | None:
+        """The mean ready replicas of the windows whose requests missed, or None before any did."""
+        return self.miss_ready / self.miss_windows if self.miss_windows >= 1.0 else None
 
     def knee(self, quantile: float) -> tuple[float | None, float | None]:
         """(load where the SLO stops holding or None, highest load seen to hold or None)."""
@@ -110,6 +131,21 @@ class SloCapacity:
     def to_list(self) -> list[list[float]]:
         return [[i, round(n, 3), round(r, 3), round(m, 3)] for i, n, r, m in self.bins]
 
+    def fleet_to_list(self) -> list[float]:
+        return [round(self.miss_windows, 3), round(self.miss_ready, 3)]
+
+    def with_fleet(self, v: object) -> SloCapacity:
+        """These bins with the windows that missed from `fleet_to_list()` (None: none yet); raises ValueError
+        naming what is wrong."""
+        if v is None:
+            return SloCapacity(self.bins)
+        if not isinstance(v, list | tuple) or len(v) != 2 or not all(finite_number(x) for x in v):
+            raise ValueError(f"expected [windows, Σ ready replicas] as two finite numbers, got {v!r}")
+        mw, mr = float(v[0]), float(v[1])
+        if not (0 <= mw <= MAX_WEIGHT and mr >= 0):
+            raise ValueError(f"need 0 ≤ windows ≤ {MAX_WEIGHT:g} and Σ ready ≥ 0, got {v!r}")
+        return SloCapacity(self.bins, mw, mr)
+
     @staticmethod
     def from_list(v: object) -> SloCapacity:
         """From `to_list()`; raises ValueError naming what is wrong."""
@@ -142,6 +178,25 @@ def plan_at(over: float | None, held: float | None, prior: float, lo: float, hi:
     if over is not None:
         value = over
     return min(hi, max(lo, value))
+
+
+def spread_knee(knee: float | None, fleet: float | None, throughput: float | None, offered: float) -> float | None:
+    """The load per replica at which a fleet carrying `offered` keeps the spare capacity the fleet the
+    misses were seen on (`fleet` replicas, `SloCapacity.miss_fleet`) had at `knee`: never under `knee`, never
+    past `throughput` (where a steady load starts to queue: the engine's knee). `knee` as it is when any is
+    unknown or `throughput` is not past it.
+
+    At the knee the fleet kept `fleet × (throughput − knee)` of its steady throughput spare for what arrives
+    inside a rate window. A larger demand met with that same spare needs `(offered + spare) ÷ throughput`
+    replicas, each carrying more than `knee`. Traced on servegen-mid's day 7: the misses' trend fitted at
+    0.41 of the prior on 7-11 replicas pinned a fleet of 25-38 for the day, while the engine's knee was 0.60-
+    0.67 and a static fleet of 17 met 99% (docs/benchmarks.md, decision change Z). A demand under the one the
+    knee was found at keeps the knee: fewer replicas would leave less spare, but the knee was learned there,
+    and holding it both ways cost more on the replays than it bought."""
+    if knee is None or fleet is None or throughput is None or not throughput > knee or not offered > 0:
+        return knee
+    spare = fleet * (throughput - knee)
+    return max(knee, offered * throughput / (offered + spare))
 
 
 @functools.lru_cache(maxsize=256)

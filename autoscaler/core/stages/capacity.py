@@ -17,8 +17,9 @@ and W).
 With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
 error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
 than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
-A knee the misses found (or their trend) under the engine's is planned past by as much (`measured_knee`,
-decision changes Y and Y2).
+A knee the misses found (or their trend) is spread to the current demand: the load per replica that keeps
+the spare capacity the fleet had where the misses were seen (`spread_knee`, decision change Z); under the
+engine's knee it is then planned past by the exploration (`measured_knee`, decision changes Y and Y2).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from autoscaler.core.capacity import CapacityStats, real_queue
 from autoscaler.core.engine_knee import EngineKnee
 from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.slo_budget import SloBudget
-from autoscaler.core.slo_capacity import EXPLORE, SloCapacity, plan_at
+from autoscaler.core.slo_capacity import EXPLORE, SloCapacity, plan_at, spread_knee
 from autoscaler.core.stages.sizing import replicas_for
 from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment, within_headroom
 from autoscaler.policy import CapacitySpec, PolicySpec
@@ -82,9 +83,13 @@ class Capacity:
     # With no knee found, where the misses' trend puts it (SloCapacity.trend_knee), before `measured_knee`
     # raises it; None: no trend fitted.
     slo_trend: float | None = None
+    # The mean ready replicas of the windows that missed (SloCapacity.miss_fleet), which `spread_knee` keeps
+    # the spare capacity of; None: no window missed yet.
+    miss_fleet: float | None = None
 
     def explain(self) -> dict[str, float]:
-        known = (("engine_knee", self.engine_knee), ("slo_knee", self.slo_knee), ("slo_trend", self.slo_trend))
+        known = (("engine_knee", self.engine_knee), ("slo_knee", self.slo_knee), ("slo_trend", self.slo_trend),
+                 ("miss_fleet", self.miss_fleet))
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
                 "capacity_explore": round(self.explore, 4), **{k: round(v, 4) for k, v in known if v is not None}}
 
@@ -177,17 +182,18 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
             and now - steady_since >= STEADY_SECONDS):
         requests = judged(policy, signals)
         missed = (1.0 - attained) * requests if queued(policy, signals, waiting, stale) else 0.0
-        slo = slo.observe(served / ready, requests, missed)
+        slo = slo.observe(served / ready, requests, missed, ready)
         engine = engine.observe(served / ready, running / ready if running is not None else None,
                                 latency_ratio(policy, signals), kv)
     knee = engine.knee(cap.max_concurrency) if cap.learn else None
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
     over, held, trend = slo.limits(policy.slo.quantile)
+    fleet = slo.miss_fleet()
     if cap.learn:
-        factor = plan_at(measured_knee(over, knee, explore), held, lifted_share(knee),
-                         learned_floor(cap, throughput), cap.learn_max_factor, explore,
-                         measured_knee(trend, knee, explore))
+        factor = plan_at(measured_knee(spread_knee(over, fleet, knee, offered), knee, explore), held,
+                         lifted_share(knee), learned_floor(cap, throughput), cap.learn_max_factor, explore,
+                         measured_knee(spread_knee(trend, fleet, knee, offered), knee, explore))
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:
             factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     else:
@@ -208,7 +214,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond, engine, knee, over, trend)
+                    untested, beyond, engine, knee, over, trend, fleet)
 
 
 def lifted_share(knee: float | None) -> float:

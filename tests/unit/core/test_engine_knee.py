@@ -172,11 +172,12 @@ def test_the_quantile_inverts_the_share_within(counts: list[int], q: float) -> N
 
 # how the capacity stage uses it
 def _stage(engine: EngineKnee, steady: float | None = None, running: float | None = None,
-           sig: Signals | None = None, slo: SloCapacity | None = None, budget: SloBudget | None = None) -> Capacity:
+           sig: Signals | None = None, slo: SloCapacity | None = None, budget: SloBudget | None = None,
+           offered: float = 0.0) -> Capacity:
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
     return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True,
-                    CapacityStats(), slo or SloCapacity(), 1.0, None, steady, budget or SloBudget(), 15.0, 1000.0, 0.0,
-                    False, False, running, engine, queue_stood=True)
+                    CapacityStats(), slo or SloCapacity(), 1.0, None, steady, budget or SloBudget(), 15.0, 1000.0,
+                    offered, False, False, running, engine, queue_stood=True)
 
 
 def test_an_engine_knee_lifts_the_plan_15_percent_past_it_only_where_that_passes_the_priors_share() -> None:
@@ -299,3 +300,28 @@ def test_a_measured_knee_moves_only_up_towards_the_engines_and_never_past_the_ex
         return
     assert k is not None and over <= k <= over * (1.0 + max(0.0, explore)) + 1e-12
     assert k <= max(over, engine if engine is not None else over)
+
+
+def test_a_knee_found_on_a_small_fleet_keeps_that_fleets_spare_capacity_at_a_larger_demand() -> None:
+    """Decision change Z: the misses of 4 replicas at 0.55 each left 4 × (0.9 − knee) of the engine's steady
+    throughput spare; ten times that demand keeps the same spare, so each replica carries more."""
+    slo = SloCapacity()
+    for _ in range(int(MIN_WINDOWS)):
+        slo = slo.observe(0.55, 1000.0, 100.0, ready=4)  # 10% missed on 4 replicas at 0.55 each: a knee
+    over = slo.knee(0.99)[0]
+    assert over is not None and slo.miss_fleet() == pytest.approx(4.0)
+    engine = _saturating(0.9, (0.45, 0.55, 0.65))
+    assert engine.knee(None) == pytest.approx(0.9)
+    spent = SloBudget(10_000.0, 80.0)  # no exploration: the spread alone
+
+    def factor(offered: float, e: EngineKnee = engine) -> float:
+        return _stage(e, slo=slo, budget=spent, offered=offered).factor
+
+    assert factor(4 * over) == pytest.approx(over)  # the demand the knee was found at: the knee
+    assert factor(4 * over / 3) == pytest.approx(over)  # a smaller demand keeps the knee
+    spare = 4 * (0.9 - over)
+    assert factor(40 * over) == pytest.approx(40 * over * 0.9 / (40 * over + spare))
+    assert over < factor(40 * over) < factor(400 * over) < 0.9  # hotter with demand, never past the engine's
+    assert factor(40 * over, EngineKnee()) == pytest.approx(over)  # no engine evidence: the knee as found
+    shown = _stage(engine, slo=slo, budget=spent, offered=40 * over).explain()
+    assert shown["miss_fleet"] == 4.0 and shown["slo_knee"] == round(over, 4)

@@ -22,6 +22,7 @@ from autoscaler.core.slo_capacity import (
     SloCapacity,
     bin_of,
     lower_edge,
+    spread_knee,
 )
 from autoscaler.core.stages.hedge import DEFAULT_HEADROOM, MIN_BUCKETS, bursting, hedge, rise_quantile
 from forecasting import ForecastConfig, new_state, observe
@@ -148,11 +149,43 @@ def test_unreadable_stored_bins_name_the_problem(bad: object) -> None:
 
 
 def test_core_state_keeps_what_capacity_learned_across_a_restart() -> None:
-    state = CoreState(slo_capacity=_seen((0.7, 500, 1)), steady_since=123.0)
+    learned = _seen((0.7, 500, 1)).observe(0.7, 500, 5, ready=12.0)
+    state = CoreState(slo_capacity=learned, steady_since=123.0)
     back = CoreState.from_dict(json.loads(json.dumps(state.to_dict())))
     assert back.slo_capacity.to_list() == state.slo_capacity.to_list() and back.steady_since == 123.0
+    assert back.slo_capacity.miss_fleet() == pytest.approx(12.0)
     with pytest.raises(ValueError, match="sloCapacity"):
         CoreState.from_dict({**state.to_dict(), "sloCapacity": [[1, 1, 1, 5]]})
+    for bad in ([1], [-1, 5], [1, float("nan")], [MAX_WEIGHT + 1, 5], "x"):
+        with pytest.raises(ValueError, match="sloMissFleet"):
+            CoreState.from_dict({**state.to_dict(), "sloMissFleet": bad})
+    older = {k: v for k, v in state.to_dict().items() if k != "sloMissFleet"}  # a state written before Z
+    assert CoreState.from_dict(older).slo_capacity.miss_fleet() is None
+
+
+def test_the_fleet_the_misses_were_seen_on_is_the_mean_of_the_windows_that_missed_and_fades() -> None:
+    s = SloCapacity().observe(0.5, 1000, 0, ready=50)  # no miss: says nothing of where misses happen
+    assert s.miss_fleet() is None
+    s = s.observe(0.5, 1000, 20, ready=4).observe(0.6, 1000, 30, ready=8)
+    assert s.miss_fleet() == pytest.approx(6.0)
+    for _ in range(400):  # old windows fade: a fleet that misses at 20 replicas now says 20
+        s = s.observe(0.6, 1000, 30, ready=20)
+    assert s.miss_windows == MAX_WEIGHT and s.miss_fleet() == pytest.approx(20.0, rel=1e-3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(knee=st.none() | st.floats(0.02, 10.0), fleet=st.none() | st.floats(0.5, 1e4),
+       throughput=st.none() | st.floats(0.02, 10.0), offered=st.floats(0.0, 1e5))
+def test_a_spread_knee_lies_between_the_knee_and_the_throughput_and_grows_with_demand(
+        knee: float | None, fleet: float | None, throughput: float | None, offered: float) -> None:
+    k = spread_knee(knee, fleet, throughput, offered)
+    if knee is None:
+        assert k is None
+        return
+    assert k is not None and knee <= k <= max(knee, throughput or knee) + 1e-12
+    assert spread_knee(knee, fleet, throughput, offered * 2.0) >= k - 1e-12  # type: ignore[operator]
+    if fleet is not None and throughput is not None and offered <= knee * fleet:
+        assert k == pytest.approx(knee)  # at or under the demand the knee was found at: the knee
 
 
 # hedge

@@ -191,9 +191,9 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     over, held, trend = slo.limits(policy.slo.quantile)
     fleet = slo.miss_fleet()
     if cap.learn:
-        factor = plan_at(measured_knee(spread_knee(over, fleet, knee, offered), knee, explore), held,
-                         lifted_share(knee), learned_floor(cap, throughput), cap.learn_max_factor, explore,
-                         measured_knee(spread_knee(trend, fleet, knee, offered), knee, explore))
+        factor = plan_at(planned_knee(over, fleet, knee, offered, explore), held, lifted_share(knee),
+                         learned_floor(cap, throughput), cap.learn_max_factor, explore,
+                         planned_knee(trend, fleet, knee, offered, explore))
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:
             factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     else:
@@ -241,6 +241,14 @@ def measured_knee(over: float | None, engine_knee: float | None, explore: float)
     if over is None or engine_knee is None or not engine_knee > over:
         return over
     return min(engine_knee, over * (1.0 + max(0.0, explore)))
+
+
+def planned_knee(found: float | None, fleet: float | None, engine_knee: float | None, offered: float,
+                 explore: float) -> float | None:
+    """A knee the misses found (a bin over the budget, or their trend), as the plan uses it: spread to the
+    demand `offered` by the spare capacity the fleet it was seen on kept (`spread_knee`, decision change Z),
+    then explored past towards the engine's knee (`measured_knee`, decision changes Y and Y2)."""
+    return measured_knee(spread_knee(found, fleet, engine_knee, offered), engine_knee, explore)
 
 
 def planned_share(cap: CapacitySpec, lf: float) -> float:

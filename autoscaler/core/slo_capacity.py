@@ -191,9 +191,8 @@ def spread_knee(knee: float | None, fleet: float | None, throughput: float | Non
     replicas, each carrying more than `knee`. Traced on servegen-mid's day 7: the misses' trend, fitted at
     0.41-0.43 of the prior from windows that missed on 8.6 replicas on average, held a fleet of 25-38 for the
     day, while the engine's knee was 0.60-0.67 and a static fleet of 17 met 99% (docs/benchmarks.md, decision
-    change Z). A demand under the one the
-    knee was found at keeps the knee: fewer replicas would leave less spare, but the knee was learned there,
-    and holding it both ways cost more on the replays than it bought."""
+    change Z). A demand under the one the knee was found at keeps the knee: fewer replicas would leave less
+    spare, but the knee was learned there, and holding it both ways cost more on the replays than it bought."""
     if knee is None or fleet is None or throughput is None or not throughput > knee or not offered > 0:
         return knee
     spare = fleet * (throughput - knee)

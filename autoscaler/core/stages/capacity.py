@@ -83,13 +83,11 @@ class Capacity:
     # With no knee found, where the misses' trend puts it (SloCapacity.trend_knee), before `measured_knee`
     # raises it; None: no trend fitted.
     slo_trend: float | None = None
-    # The mean ready replicas of the windows that missed (SloCapacity.miss_fleet), which `spread_knee` keeps
-    # the spare capacity of; None: no window missed yet.
-    miss_fleet: float | None = None
 
     def explain(self) -> dict[str, float]:
+        # miss_fleet: the mean ready replicas of the windows that missed, whose spare `spread_knee` keeps.
         known = (("engine_knee", self.engine_knee), ("slo_knee", self.slo_knee), ("slo_trend", self.slo_trend),
-                 ("miss_fleet", self.miss_fleet))
+                 ("miss_fleet", self.slo.miss_fleet()))
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
                 "capacity_explore": round(self.explore, 4), **{k: round(v, 4) for k, v in known if v is not None}}
 
@@ -189,8 +187,8 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
     over, held, trend = slo.limits(policy.slo.quantile)
-    fleet = slo.miss_fleet()
     if cap.learn:
+        fleet = slo.miss_fleet()
         factor = plan_at(planned_knee(over, fleet, knee, offered, explore), held, lifted_share(knee),
                          learned_floor(cap, throughput), cap.learn_max_factor, explore,
                          planned_knee(trend, fleet, knee, offered, explore))
@@ -214,7 +212,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond, engine, knee, over, trend, fleet)
+                    untested, beyond, engine, knee, over, trend)
 
 
 def lifted_share(knee: float | None) -> float:

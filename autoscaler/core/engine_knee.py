@@ -12,7 +12,11 @@ margin rarely does. Two things an engine reports at every load level say where i
 - **How the latency the SLO measures grows.** The SLO's own quantile of each clean window's latency
   histogram (TTFT, or queue time), averaged as a logarithm per load bin and fitted as a line in load,
   reaches the SLO at some load. With long prompts this comes first: prefill competes for the step's token
-  budget long before the batch saturates.
+  budget long before the batch saturates. The line is fitted over the highest bins only (those within
+  LOCAL_SPAN of the highest load that spoke), when they are enough to fit: a queue's latency is convex in
+  load (flat while prefill dominates, then a hockey stick), so a line through the flat low loads
+  understates the rise near the knee and puts the knee too far, often past the reach, where it says
+  nothing (docs/benchmarks.md, decision change AA).
 
 The knee is the lower of the two. Both are fitted only once three bins spanning a quarter in load have
 spoken, and each only when its slope says what it should (n rising with load, the quantile rising with
@@ -49,6 +53,11 @@ MIN_SPAN = 1.25  # the bins fitted span at least this ratio of loads
 MIN_KV = 0.05  # KV use under this says too little of what a sequence holds
 REACH = 1.5  # a knee further than this past the highest bin seen is no knee (as the trend's TREND_REACH)
 MAX_SEQUENCES = 1e6
+# The latency's line is fitted over the bins within this ratio of the highest load that spoke (when they are
+# MIN_BINS spanning MIN_SPAN): the rise near the knee, not the flat loads far under it. On servegen-mid's
+# day 11 the SLO's quantile was 18% of the SLO at 0.36, 42% at 0.42 and 86% at 0.45 of the prior; the line
+# over every bin put the knee at 0.75, past the reach, and the top bins put it near 0.46.
+LOCAL_SPAN = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +155,13 @@ def _spoken(rows: list[tuple[float, float, float]]) -> bool:
     return len(rows) >= MIN_BINS and max(r[0] for r in rows) >= MIN_SPAN * min(r[0] for r in rows)
 
 
+def _near_the_top(rows: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """The rows within LOCAL_SPAN of the highest load, when they are enough to fit (`_spoken`); else all."""
+    top = max((r[0] for r in rows), default=0.0)
+    near = [r for r in rows if r[0] * LOCAL_SPAN >= top]
+    return near if _spoken(near) else rows
+
+
 @functools.lru_cache(maxsize=256)
 def _knee(bins: tuple[tuple[int, float, float, float, float], ...], kv_windows: float, kv_sum: float,
           max_concurrency: int | None) -> float | None:
@@ -163,7 +179,7 @@ def _knee(bins: tuple[tuple[int, float, float, float, float], ...], kv_windows: 
             if max_concurrency is not None:
                 n_max = min(n_max, float(max_concurrency))
             knees.append(throughput * n_max / (n_max + c) if n_max < math.inf else throughput)
-    latency = [(load, qs / qn, qn) for load, _, _, qn, qs in loads if qn >= MIN_WINDOWS]
+    latency = _near_the_top([(load, qs / qn, qn) for load, _, _, qn, qs in loads if qn >= MIN_WINDOWS])
     if _spoken(latency):
         fit = _fit(latency)
         # Over the SLO already at the lowest load fitted: not load (prefill alone), no knee from it.

@@ -68,6 +68,25 @@ def test_latency_rising_with_load_says_where_it_reaches_the_slo_first() -> None:
     assert e.knee(None) == pytest.approx(0.2 + 0.1 * math.log(2.5), rel=1e-6)
 
 
+def test_latency_that_rises_like_a_queue_is_read_near_the_top_not_through_the_flat_loads() -> None:
+    # A queue's latency is convex in load: flat far under the knee, then a hockey stick. Here the SLO's
+    # quantile is 0.03 ÷ (0.5 − load) of the SLO, at the SLO at 0.47. A line through every bin (0.12 to
+    # 0.44) is pulled flat by the low loads and reaches the SLO near 0.60; the bins within LOCAL_SPAN of
+    # the highest one read the rise where it happens.
+    loads = [0.12, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.44]
+    e = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load in loads:
+            e = e.observe(load, 10.0, 0.03 / (0.5 - _mid(load)), None)  # a batch that does not grow: no fit
+    assert e.knee(None) == pytest.approx(0.47, rel=0.10)
+    # With too few high bins to fit on their own, every bin is fitted as before.
+    few = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load in (0.2, 0.3, 0.44):
+            few = few.observe(load, 10.0, 0.03 / (0.5 - _mid(load)), None)
+    assert few.knee(None) is not None and few.knee(None) > 0.47
+
+
 def test_too_little_evidence_is_no_knee() -> None:
     assert EngineKnee().knee(None) is None
     assert _seen([0.3, 0.4, 0.5], times=int(MIN_WINDOWS) - 1).knee(None) is None  # bins not spoken yet

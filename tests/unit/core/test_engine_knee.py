@@ -40,11 +40,13 @@ def _mid(load: float) -> float:
     return LOW * RATIO ** ((bin_of(load) or 0) + 0.5)
 
 
-def _seen(loads: list[float], latency: object = None, kv: bool = True, times: int = int(MIN_WINDOWS)) -> EngineKnee:
+def _seen(loads: list[float], latency: object = None, kv: bool = True, times: int = int(MIN_WINDOWS),
+          grows: bool = True) -> EngineKnee:
+    """The evidence of `times` windows at each load; `grows` False: a batch that does not grow (no batch knee)."""
     e = EngineKnee()
     for _ in range(times):
         for load in loads:
-            n = _batch(_mid(load))
+            n = _batch(_mid(load)) if grows else 10.0
             lat = latency(_mid(load)) if callable(latency) else None
             e = e.observe(load, n, lat, n / N_MAX if kv else None)
     return e
@@ -73,18 +75,13 @@ def test_latency_that_rises_like_a_queue_is_read_near_the_top_not_through_the_fl
     # quantile is 0.03 ÷ (0.5 − load) of the SLO, at the SLO at 0.47. A line through every bin (0.12 to
     # 0.44) is pulled flat by the low loads and reaches the SLO near 0.60; the bins within LOCAL_SPAN of
     # the highest one read the rise where it happens.
-    loads = [0.12, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.44]
-    e = EngineKnee()
-    for _ in range(int(MIN_WINDOWS)):
-        for load in loads:
-            e = e.observe(load, 10.0, 0.03 / (0.5 - _mid(load)), None)  # a batch that does not grow: no fit
+    def queue(load: float) -> float:
+        return 0.03 / (0.5 - load)
+
+    e = _seen([0.12, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.44], latency=queue, kv=False, grows=False)
     assert e.knee(None) == pytest.approx(0.47, rel=0.10)
     # With too few high bins to fit on their own, every bin is fitted as before.
-    few = EngineKnee()
-    for _ in range(int(MIN_WINDOWS)):
-        for load in (0.2, 0.3, 0.44):
-            few = few.observe(load, 10.0, 0.03 / (0.5 - _mid(load)), None)
-    wide = few.knee(None)
+    wide = _seen([0.2, 0.3, 0.44], latency=queue, kv=False, grows=False).knee(None)
     assert wide is not None and wide > 0.47
 
 

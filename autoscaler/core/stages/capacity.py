@@ -19,7 +19,8 @@ error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes
 than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
 A knee the misses found (or their trend) is spread to the current demand: the load per replica that keeps
 the spare capacity the fleet had where the misses were seen (`spread_knee`, decision change Z); under the
-engine's knee it is then planned past by the exploration (`measured_knee`, decision changes Y and Y2).
+engine's knee it is then planned past by the exploration (`measured_knee`, decision changes Y and Y2);
+under half the engine's knee it is no knee (decision change AB).
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ QUEUED_SHARE_OF_TTFT = 0.1
 # a floor, replicas.min) and its margin says nothing about how hot a replica may run (docs/benchmarks.md,
 # decision change K).
 AT_PLAN_SHARE = 0.6
+# A knee the misses found (or their trend) under this share of the engine's knee is no knee of the replica:
+# at half of where a steady load starts to queue, the engine's latency is a small part of the SLO, and the
+# misses came from what the load bins cannot tell apart (a traffic gap, a backlog a start left). The plan
+# treats it as no knee found (docs/benchmarks.md, decision change AB: a third measured the same or worse).
+FOUND_UNDER_ENGINE = 0.5
 NO_ENGINE_EVIDENCE = EngineKnee()
 
 
@@ -245,7 +251,14 @@ def planned_knee(found: float | None, fleet: float | None, engine_knee: float | 
                  explore: float) -> float | None:
     """A knee the misses found (a bin over the budget, or their trend), as the plan uses it: spread to the
     demand `offered` by the spare capacity the fleet it was seen on kept (`spread_knee`, decision change Z),
-    then explored past towards the engine's knee (`measured_knee`, decision changes Y and Y2)."""
+    then explored past towards the engine's knee (`measured_knee`, decision changes Y and Y2). Under
+    FOUND_UNDER_ENGINE of the engine's knee it is no knee: the plan goes on as if none was found.
+
+    A knee charged to hours of traffic gaps stays in the bins a whole day: servegen-mid's carried day 6
+    (priors ×1.3) entered with a knee at 0.101 of the prior, five times under the engine's 0.51, and held
+    30-34 replicas where the throughput cap planned 16-19 (711.54 → 429.85 GPU-h, decision change AB)."""
+    if found is not None and engine_knee is not None and found < FOUND_UNDER_ENGINE * engine_knee:
+        return None
     return measured_knee(spread_knee(found, fleet, engine_knee, offered), engine_knee, explore)
 
 

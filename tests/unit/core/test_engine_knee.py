@@ -17,6 +17,7 @@ from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, LOW, MIN_WINDOWS, RATIO, SloCapacity, bin_of
 from autoscaler.core.stages.capacity import (
     ENGINE_KNEE_LIFT,
+    FOUND_UNDER_ENGINE,
     PRIOR_SLO_SHARE,
     Capacity,
     capacity,
@@ -345,3 +346,28 @@ def test_a_knee_found_on_a_small_fleet_keeps_that_fleets_spare_capacity_at_a_lar
     assert factor(40 * over, EngineKnee()) == pytest.approx(over)  # no engine evidence: the knee as found
     shown = _stage(engine, slo=slo, budget=spent, offered=40 * over).explain()
     assert shown["miss_fleet"] == 4.0 and shown["slo_knee"] == round(over, 4)
+
+
+def test_a_knee_found_under_half_the_engines_is_no_knee_and_the_plan_goes_on_without_it() -> None:
+    """Decision change AB: misses at a seventh of where the engine's batch saturates came from what the load
+    bins cannot tell apart (a traffic gap, a backlog a start left), not from the load a replica carried."""
+    engine = _saturating(0.9, (0.45, 0.55, 0.65))
+
+    def found_at(load: float, e: EngineKnee = engine) -> tuple[float, Capacity]:
+        slo = SloCapacity()
+        for _ in range(int(MIN_WINDOWS)):
+            slo = slo.observe(load, 1000.0, 100.0)  # 10% missed at `load` per replica: a knee in its bin
+        over = slo.knee(0.99)[0]
+        assert over is not None
+        return over, _stage(e, slo=slo)
+
+    low, refused = found_at(0.13)
+    assert low < FOUND_UNDER_ENGINE * 0.9
+    assert refused.factor == pytest.approx(_stage(engine).factor)  # as if no knee was found
+    assert refused.factor > 3.0 * low
+    assert refused.explain()["slo_knee"] == round(low, 4)  # still shown as the misses found it
+    # No engine evidence: the knee stands (the plan falls from the prior's share to the learner's floor).
+    assert found_at(0.13, EngineKnee())[1].factor < _stage(EngineKnee()).factor
+    kept, stage = found_at(0.6)  # over half the engine's knee: a knee, explored past by the budget's +10%
+    assert kept > FOUND_UNDER_ENGINE * 0.9
+    assert stage.factor == pytest.approx(kept * (1.0 + EXPLORE))

@@ -164,12 +164,12 @@ def _near_the_top(rows: list[tuple[float, float, float]]) -> list[tuple[float, f
     return near if _spoken(near) else rows
 
 
-@functools.lru_cache(maxsize=256)
 def _sig(x: float) -> float:
     """`x` to 7 significant digits, for the stored state."""
     return float(f"{x:.7g}")
 
 
+@functools.lru_cache(maxsize=256)
 def _knee(bins: tuple[tuple[int, float, float, float, float], ...], kv_windows: float, kv_sum: float,
           max_concurrency: int | None) -> float | None:
     mid = math.sqrt(RATIO)

@@ -254,10 +254,16 @@ def _saturating(at: float, loads: tuple[float, ...]) -> EngineKnee:
     return e
 
 
-def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budgets_exploration() -> None:
+def _missed_at(load: float, ready: float = 0.0) -> SloCapacity:
+    """Enough windows with 10% missed at `load` per replica (on `ready` replicas) for a knee in its bin."""
     slo = SloCapacity()
     for _ in range(int(MIN_WINDOWS)):
-        slo = slo.observe(0.6, 1000.0, 100.0)  # 10% missed at 0.6 per replica: a knee at its bin's lower edge
+        slo = slo.observe(load, 1000.0, 100.0, ready)
+    return slo
+
+
+def test_a_measured_knee_under_the_engines_is_raised_towards_it_only_by_the_budgets_exploration() -> None:
+    slo = _missed_at(0.6)  # a knee at its bin's lower edge
     over = slo.knee(0.99)[0]
     assert over is not None and over == pytest.approx(LOW * RATIO ** (bin_of(0.6) or 0))
 
@@ -326,9 +332,7 @@ def test_a_measured_knee_moves_only_up_towards_the_engines_and_never_past_the_ex
 def test_a_knee_found_on_a_small_fleet_keeps_that_fleets_spare_capacity_at_a_larger_demand() -> None:
     """Decision change Z: the misses of 4 replicas at 0.55 each left 4 × (0.9 − knee) of the engine's steady
     throughput spare; ten times that demand keeps the same spare, so each replica carries more."""
-    slo = SloCapacity()
-    for _ in range(int(MIN_WINDOWS)):
-        slo = slo.observe(0.55, 1000.0, 100.0, ready=4)  # 10% missed on 4 replicas at 0.55 each: a knee
+    slo = _missed_at(0.55, ready=4)  # 10% missed on 4 replicas at 0.55 each: a knee
     over = slo.knee(0.99)[0]
     assert over is not None and slo.miss_fleet() == pytest.approx(4.0)
     engine = _saturating(0.9, (0.45, 0.55, 0.65))
@@ -354,9 +358,7 @@ def test_a_knee_found_under_half_the_engines_is_no_knee_and_the_plan_goes_on_wit
     engine = _saturating(0.9, (0.45, 0.55, 0.65))
 
     def found_at(load: float, e: EngineKnee = engine) -> tuple[float, Capacity]:
-        slo = SloCapacity()
-        for _ in range(int(MIN_WINDOWS)):
-            slo = slo.observe(load, 1000.0, 100.0)  # 10% missed at `load` per replica: a knee in its bin
+        slo = _missed_at(load)
         over = slo.knee(0.99)[0]
         assert over is not None
         return over, _stage(e, slo=slo)

@@ -92,10 +92,13 @@ class Capacity:
 
     def explain(self) -> dict[str, float]:
         # miss_fleet: the mean ready replicas of the windows that missed, whose spare `spread_knee` keeps.
+        # *_refused: 1 when that knee lies under FOUND_UNDER_ENGINE of the engine's and the plan ignores it.
         known = (("engine_knee", self.engine_knee), ("slo_knee", self.slo_knee), ("slo_trend", self.slo_trend),
                  ("miss_fleet", self.slo.miss_fleet()))
+        refused = (("slo_knee_refused", self.slo_knee), ("slo_trend_refused", self.slo_trend))
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
-                "capacity_explore": round(self.explore, 4), **{k: round(v, 4) for k, v in known if v is not None}}
+                "capacity_explore": round(self.explore, 4), **{k: round(v, 4) for k, v in known if v is not None},
+                **{k: 1.0 for k, found in refused if refused_knee(found, self.engine_knee)}}
 
 
 def queued(policy: PolicySpec, signals: Signals, waiting: float, stale: float) -> bool:
@@ -247,6 +250,11 @@ def measured_knee(over: float | None, engine_knee: float | None, explore: float)
     return min(engine_knee, over * (1.0 + max(0.0, explore)))
 
 
+def refused_knee(found: float | None, engine_knee: float | None) -> bool:
+    """Whether a knee the misses found lies under FOUND_UNDER_ENGINE of the engine's (no knee of the replica)."""
+    return found is not None and engine_knee is not None and found < FOUND_UNDER_ENGINE * engine_knee
+
+
 def planned_knee(found: float | None, fleet: float | None, engine_knee: float | None, offered: float,
                  explore: float) -> float | None:
     """A knee the misses found (a bin over the budget, or their trend), as the plan uses it: spread to the
@@ -257,7 +265,7 @@ def planned_knee(found: float | None, fleet: float | None, engine_knee: float | 
     A knee charged to hours of traffic gaps stays in the bins a whole day: servegen-mid's carried day 6
     (priors ×1.3) entered with a knee at 0.101 of the prior, five times under the engine's 0.51, and held
     30-34 replicas where the throughput cap planned 16-19 (711.54 → 429.85 GPU-h, decision change AB)."""
-    if found is not None and engine_knee is not None and found < FOUND_UNDER_ENGINE * engine_knee:
+    if refused_knee(found, engine_knee):
         return None
     return measured_knee(spread_knee(found, fleet, engine_knee, offered), engine_knee, explore)
 

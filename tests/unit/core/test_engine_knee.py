@@ -367,9 +367,11 @@ def test_a_knee_found_under_half_the_engines_is_no_knee_and_the_plan_goes_on_wit
     assert low < FOUND_UNDER_ENGINE * 0.9
     assert refused.factor == pytest.approx(_stage(engine).factor)  # as if no knee was found
     assert refused.factor > 3.0 * low
-    assert refused.explain()["slo_knee"] == round(low, 4)  # still shown as the misses found it
+    shown = refused.explain()
+    assert shown["slo_knee"] == round(low, 4) and shown["slo_knee_refused"] == 1.0  # shown, marked as ignored
     # No engine evidence: the knee stands (the plan falls from the prior's share to the learner's floor).
     assert found_at(0.13, EngineKnee())[1].factor < _stage(EngineKnee()).factor
     kept, stage = found_at(0.6)  # over half the engine's knee: a knee, explored past by the budget's +10%
     assert kept > FOUND_UNDER_ENGINE * 0.9
     assert stage.factor == pytest.approx(kept * (1.0 + EXPLORE))
+    assert "slo_knee_refused" not in stage.explain() and "slo_trend_refused" not in stage.explain()

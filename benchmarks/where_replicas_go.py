@@ -7,8 +7,10 @@ at every tick (simulations/decision_log.py) and prints one row per scenario: att
 mean replicas paid for (GPU-hours over the trace's hours), and the mean replicas asked for split by what
 asked for them: the demand seen at a replica's capacity at the SLO as learned so far, the planned
 utilization's margin and the backlog's drain, the forecast's upper band one cold start ahead, burst
-headroom, floors, and what was held after demand fell. Set against the oracle's cost (the bench's table),
-it says which part of the policy a gap comes from. docs/benchmarks.md ("Where the replicas go") records a run.
+headroom, floors, and what was held above all of them; then a second table splits the held replicas by
+what held them (the scale-down window, its rate limit, the untested-load floor, a panic, unknown data).
+Set against the oracle's cost (the bench's table), it says which part of the policy a gap comes from.
+docs/benchmarks.md ("Where the replicas go") records a run.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
-from simulations.decision_log import PARTS, Breakdown, DecisionLog, breakdown
+from simulations.decision_log import HOLDERS, PARTS, Breakdown, DecisionLog, breakdown
 from simulations.scenario import bench_scenario_names, scenario_names
 
 
@@ -46,6 +48,10 @@ def table(rows: list[tuple[str, float, float, float, Breakdown]]) -> str:
     for name, att, gpu, hours, b in rows:
         out.append(f"| {name} | {att * 100:.2f}% | {gpu:.2f} | {gpu / hours:.1f} | {b.desired:.1f} | "
                    + " | ".join(f"{b.parts[p]:.1f}" for p in PARTS) + " |")
+    out += ["", "Held, by what held it (mean replicas per tick; together the `held` column):", "",
+            "| scenario | " + " | ".join(HOLDERS) + " |", "|" + "---|" * (len(HOLDERS) + 1)]
+    out += [f"| {name} | " + " | ".join(f"{b.held_by.get(h, 0.0):.1f}" for h in HOLDERS) + " |"
+            for name, _, _, _, b in rows]
     return "\n".join(out)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -70,6 +70,23 @@ LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# What held the replicas above every candidate, by the decision's reason (autoscaler/core/reason.py): the
+# scale-down window, the scale-down rate limit, the untested-load floor (it names itself in the row), a
+# panic's hold, unknown data's hold; anything else (the surge for leaving replicas, a held unschedulable
+# count) is "other".
+HOLDERS = ("window", "rate", "untested", "panic", "unknown", "other")
+_HOLDER_OF_REASON = {"HoldStabilizing": "window", "ScaleDown": "rate", "HoldPanic": "panic",
+                     "MetricsMissing": "unknown"}
+
+
+def _holder(row: dict[str, object], desired: float) -> str:
+    """Which of HOLDERS kept `desired` replicas above what the row's candidates asked for."""
+    untested = row.get("untested_floor")
+    if isinstance(untested, int | float) and untested >= desired:
+        return "untested"
+    return _HOLDER_OF_REASON.get(str(row.get("reason")), "other")
+
+
 @dataclass(frozen=True, slots=True)
 class Breakdown:
     """Mean replicas per tick over a decision log, split by what asked for them (`PARTS`)."""
@@ -78,10 +95,12 @@ class Breakdown:
     parts: dict[str, float]  # mean replicas per tick, by part
     desired: float  # mean desired replicas per tick
     short: float  # mean replicas per tick the candidates asked for but the limits (rate, max) did not give
+    held_by: dict[str, float] = field(default_factory=dict)  # parts["held"] split by what held it (HOLDERS)
 
     def to_dict(self) -> dict[str, object]:
         return {"ticks": self.ticks, "desired": round(self.desired, 3), "short": round(self.short, 3),
-                **{p: round(v, 3) for p, v in self.parts.items()}}
+                **{p: round(v, 3) for p, v in self.parts.items()},
+                "held_by": {h: round(v, 3) for h, v in self.held_by.items()}}
 
     def describe(self) -> str:
         """One paragraph: what ours' replicas were for, on average."""
@@ -90,10 +109,13 @@ class Breakdown:
                  ("the planned utilization's margin and the backlog's drain", p["margin"]),
                  ("for the forecast's upper band one cold start ahead", p["forecast"]),
                  ("burst headroom and its hold", p["burst"]), ("floors", p["floor"]),
-                 ("held after demand fell (scale-down window, untested-load floor, unknown data)", p["held"])]
+                 ("held above every candidate", p["held"])]
         said = [f"{'' if i == 0 else '+'}{v:.1f} {what}" for i, (what, v) in enumerate(named) if i == 0 or v >= 0.05]
         text = (f"Where ours' replicas went (mean over its {self.ticks:,} decisions, {self.desired:.1f} asked "
                 f"for): " + "; ".join(said) + ".")
+        holders = [f"{v:.1f} {h}" for h, v in sorted(self.held_by.items(), key=lambda x: -x[1]) if v >= 0.05]
+        if holders and p["held"] >= 0.05:
+            text += " Held by: " + ", ".join(holders) + "."
         if self.short >= 0.05:
             text += f" The rate limits and replicas.max held back {self.short:.1f} on average."
         return text
@@ -101,7 +123,7 @@ class Breakdown:
 
 def breakdown(path: Path) -> Breakdown:
     """The `Breakdown` of the decision log at `path` (ticks with no desired count are skipped)."""
-    sums = dict.fromkeys(PARTS, 0.0)
+    sums, held_by = dict.fromkeys(PARTS, 0.0), dict.fromkeys(HOLDERS, 0.0)
     desired = short = 0.0
     n = 0
     with path.open(encoding="utf-8") as f:
@@ -121,9 +143,12 @@ def breakdown(path: Path) -> Breakdown:
             for part, _ in LEVELS:  # each level's replicas above the one below it, as far as the ask reached
                 sums[part] += max(0.0, min(levels[part], asked) - under)
                 under = max(under, min(levels[part], asked))
-            sums["held"] += max(0.0, got - asked)
+            if got > asked:
+                sums["held"] += got - asked
+                held_by[_holder(row, got)] += got - asked
             short += max(0.0, asked - got)
             desired += got
             n += 1
     k = 1.0 / n if n else 0.0
-    return Breakdown(n, {p: v * k for p, v in sums.items()}, desired * k, short * k)
+    return Breakdown(n, {p: v * k for p, v in sums.items()}, desired * k, short * k,
+                     {h: v * k for h, v in held_by.items()})

@@ -15,7 +15,7 @@ from autoscaler.core.decide import Decision, forecast_config
 from autoscaler.core.reason import Reason
 from autoscaler.core.stages.readings import read
 from autoscaler.policy_loader import load_policy_file
-from simulations.decision_log import LEVELS, DecisionLog, breakdown
+from simulations.decision_log import HOLDERS, LEVELS, DecisionLog, breakdown
 from simulations.scenario import Scenario, TraceSpec, build_workload, bundled_path
 from simulations.session import simulate
 from tests.unit.core.helpers import policy, signals
@@ -80,7 +80,7 @@ def test_the_breakdown_splits_each_count_by_what_asked_for_it(tmp_path: Path) ->
          "capacity_factor": 0.5},
         # burst headroom above the forecast, and 4 held above what anything asked for (the scale-down window)
         {"t": 30, "desired": 9, "reactive": 3, "predictive": 4, "hedge": 5, "floor": 2, "offered_work": 1.0,
-         "capacity_factor": 0.5},
+         "capacity_factor": 0.5, "reason": "HoldStabilizing"},
         {"t": 45, "desired": None, "reactive": 40},  # nothing written this tick: not counted
         # a floor of 6 that the rate limit held to 3
         {"t": 60, "desired": 3, "reactive": 2, "predictive": 0, "floor": 6, "max": 60, "offered_work": 0.5,
@@ -91,8 +91,27 @@ def test_the_breakdown_splits_each_count_by_what_asked_for_it(tmp_path: Path) ->
     assert b.parts == pytest.approx({"demand": 7 / 3, "margin": 4 / 3, "forecast": 1.0, "burst": 1 / 3, "floor": 4 / 3,
                                      "held": 4 / 3})
     assert b.short == pytest.approx(1.0) and b.desired == pytest.approx(20 / 3)
+    assert b.held_by == pytest.approx({"window": 4 / 3, "rate": 0.0, "untested": 0.0, "panic": 0.0, "unknown": 0.0,
+                                       "other": 0.0})
     text = b.describe()
-    assert "2.3 for the demand seen" in text and "+1.3 held after demand fell" in text and "held back 1.0" in text
+    assert "2.3 for the demand seen" in text and "+1.3 held above every candidate" in text
+    assert "Held by: 1.3 window." in text and "held back 1.0" in text
+
+
+@pytest.mark.parametrize(("row", "holder"), [
+    ({"reason": "HoldStabilizing", "untested_floor": 9}, "untested"),  # the floor names itself, whatever the reason
+    ({"reason": "HoldStabilizing", "untested_floor": 7}, "window"),  # a floor under the count did not hold it
+    ({"reason": "ScaleDown"}, "rate"),
+    ({"reason": "HoldPanic"}, "panic"),
+    ({"reason": "MetricsMissing"}, "unknown"),
+    ({"reason": "ScaleUpLeaving"}, "other"),
+    ({}, "other"),
+])
+def test_held_replicas_are_charged_to_what_held_them(tmp_path: Path, row: dict, holder: str) -> None:
+    rows = [{"t": 15, "desired": 9, "reactive": 3, "offered_work": 1.0, "capacity_factor": 0.5, **row}]
+    b = breakdown(_log(tmp_path / "d.jsonl", rows))
+    assert b.parts["held"] == pytest.approx(6.0)
+    assert b.held_by == pytest.approx({h: 6.0 if h == holder else 0.0 for h in HOLDERS})
 
 
 def test_replicas_the_burst_hold_keeps_count_as_burst_not_as_held(tmp_path: Path) -> None:

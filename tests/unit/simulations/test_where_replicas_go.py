@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.where_replicas_go import PARTS, main, replay, table
+from benchmarks.where_replicas_go import HOLDERS, PARTS, main, replay, table
 from simulations.autoscalers.ours import Ours
 from simulations.bench import default_policy_file, load_replay, policy_spec
 from simulations.fidelity import fleet_mode
@@ -23,6 +23,10 @@ def test_the_replay_is_the_bench_cell_and_its_parts_add_up() -> None:
     lines = table([(name, attainment, gpu, hours, b)]).splitlines()
     assert lines[0] == "| scenario | attainment | GPU-h | mean paid | mean asked | " + " | ".join(PARTS) + " |"
     assert lines[2].startswith(f"| flash-crowd | {attainment * 100:.2f}% | {gpu:.2f} | ")
+    assert sum(b.held_by.values()) == pytest.approx(b.parts["held"])  # every held replica has a holder
+    assert b.held_by["window"] > 0  # after the crowd, the scale-down window holds its replicas
+    held = lines[lines.index("| scenario | " + " | ".join(HOLDERS) + " |") + 2]
+    assert held == "| flash-crowd | " + " | ".join(f"{b.held_by[h]:.1f}" for h in HOLDERS) + " |"
 
 
 @pytest.mark.parametrize(("args", "message"), [

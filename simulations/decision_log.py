@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import IO
 
 from autoscaler.core.decide import Decision
+from autoscaler.core.reason import Reason
 
 
 class DecisionLog:
@@ -75,8 +76,8 @@ LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # panic's hold, unknown data's hold; anything else (the surge for leaving replicas, a held unschedulable
 # count) is "other".
 HOLDERS = ("window", "rate", "untested", "panic", "unknown", "other")
-_HOLDER_OF_REASON = {"HoldStabilizing": "window", "ScaleDown": "rate", "HoldPanic": "panic",
-                     "MetricsMissing": "unknown"}
+_HOLDER_OF_REASON = {Reason.STABILIZING.value: "window", Reason.SCALE_DOWN.value: "rate",
+                     Reason.PANIC_HOLD.value: "panic", Reason.METRICS_MISSING.value: "unknown"}
 
 
 def _holder(row: dict[str, object], desired: float) -> str:
@@ -113,7 +114,7 @@ class Breakdown:
         said = [f"{'' if i == 0 else '+'}{v:.1f} {what}" for i, (what, v) in enumerate(named) if i == 0 or v >= 0.05]
         text = (f"Where ours' replicas went (mean over its {self.ticks:,} decisions, {self.desired:.1f} asked "
                 f"for): " + "; ".join(said) + ".")
-        holders = [f"{v:.1f} {h}" for h, v in sorted(self.held_by.items(), key=lambda x: -x[1]) if v >= 0.05]
+        holders = [f"{h} {v:.1f}" for h, v in sorted(self.held_by.items(), key=lambda x: -x[1]) if v >= 0.05]
         if holders and p["held"] >= 0.05:
             text += " Held by: " + ", ".join(holders) + "."
         if self.short >= 0.05:

@@ -75,7 +75,10 @@ LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # scale-down window, the scale-down rate limit, the untested-load floor (it names itself in the row), a
 # panic's hold, unknown data's hold; anything else (the surge for leaving replicas, a held unschedulable
 # count) is "other".
-HOLDERS = ("window", "rate", "untested", "panic", "unknown", "other")
+_HOLDER_WORDS = {"window": "the scale-down window", "rate": "the scale-down rate limit",
+                 "untested": "the untested-load floor", "panic": "a panic's hold", "unknown": "unknown data's hold",
+                 "other": "other holds"}
+HOLDERS = tuple(_HOLDER_WORDS)
 _HOLDER_OF_REASON = {Reason.STABILIZING.value: "window", Reason.SCALE_DOWN.value: "rate",
                      Reason.PANIC_HOLD.value: "panic", Reason.METRICS_MISSING.value: "unknown"}
 
@@ -114,7 +117,8 @@ class Breakdown:
         said = [f"{'' if i == 0 else '+'}{v:.1f} {what}" for i, (what, v) in enumerate(named) if i == 0 or v >= 0.05]
         text = (f"Where ours' replicas went (mean over its {self.ticks:,} decisions, {self.desired:.1f} asked "
                 f"for): " + "; ".join(said) + ".")
-        holders = [f"{h} {v:.1f}" for h, v in sorted(self.held_by.items(), key=lambda x: -x[1]) if v >= 0.05]
+        holders = [f"{_HOLDER_WORDS[h]} {v:.1f}"
+                   for h, v in sorted(self.held_by.items(), key=lambda x: -x[1]) if v >= 0.05]
         if holders and p["held"] >= 0.05:
             text += " Held by: " + ", ".join(holders) + "."
         if self.short >= 0.05:

@@ -95,7 +95,7 @@ def test_the_breakdown_splits_each_count_by_what_asked_for_it(tmp_path: Path) ->
                                        "other": 0.0})
     text = b.describe()
     assert "2.3 for the demand seen" in text and "+1.3 held above every candidate" in text
-    assert "Held by: window 1.3." in text and "held back 1.0" in text
+    assert "Held by: the scale-down window 1.3." in text and "held back 1.0" in text
 
 
 @pytest.mark.parametrize(("row", "holder"), [

@@ -119,7 +119,7 @@ class Breakdown:
                 f"for): " + "; ".join(said) + ".")
         holders = [f"{_HOLDER_WORDS[h]} {v:.1f}"
                    for h, v in sorted(self.held_by.items(), key=lambda x: -x[1]) if v >= 0.05]
-        if holders and p["held"] >= 0.05:
+        if holders:  # each holder is a part of `held`, so `held` is shown above
             text += " Held by: " + ", ".join(holders) + "."
         if self.short >= 0.05:
             text += f" The rate limits and replicas.max held back {self.short:.1f} on average."

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from simulations.search import FAMILIES, knobs_for
 STEP_SCENARIOS = ("azure-code", "flash-crowd")
 FLOORS = (8, 12, 16, 20)
 ONLINE = ("hpa", "keda", "kpa")
+_FLOOR = re.compile(r"min_replicas=(\d+)")
 
 
 def jobs(scenarios: list[str], floors: list[int], policy_file: str) -> list[Job]:
@@ -56,6 +58,12 @@ def points(records: list[dict[str, Any]], scenario: str, family: str) -> list[tu
     """(GPU-hours, attainment, setting) of every replay of `family` on `scenario`, by cost."""
     return sorted((float(p["gpu_hours"]), float(p["attainment"]), str(p["setting"])) for r in records
                   if r["scenario"] == scenario and r["family"] == family for p in r["points"])
+
+
+def floor_of(setting: str) -> int | None:
+    """The floor a point was replayed at (`min_replicas=N` in its setting), None for static fleets."""
+    m = _FLOOR.search(setting)
+    return int(m.group(1)) if m else None
 
 
 def cheapest(pts: list[tuple[float, float, str]]) -> str:
@@ -91,6 +99,28 @@ def report(records: list[dict[str, Any]], scenarios: list[str]) -> list[str]:
         ours = [(g, a) for g, a, _ in points(records, sc, "ours")]
         cells = [curve_cell(ours, envelope([(g, a) for g, a, _ in points(records, sc, f)])) for f in fams[1:]]
         lines.append(f"| {sc} | " + " | ".join(cells) + " |")
+    return [*lines, "", "Per floor, each family's cheapest setting reaching 99% (GPU-hours):", "",
+            *per_floor(records, scenarios)]
+
+
+def per_floor(records: list[dict[str, Any]], scenarios: list[str]) -> list[str]:
+    """One row per scenario and floored family, one column per floor: its cheapest point reaching 99%
+    there (✗ and the best attainment where none did)."""
+    fams = ["ours", *ONLINE]
+    by: dict[tuple[str, str, int], list[tuple[float, float, str]]] = {}
+    for sc in scenarios:
+        for fam in fams:
+            for p in points(records, sc, fam):
+                f = floor_of(p[2])
+                if f is not None:
+                    by.setdefault((sc, fam, f), []).append(p)
+    floors = sorted({f for _, _, f in by})
+    lines = ["| floor | " + " | ".join(map(str, floors)) + " |", "|---|" + "---|" * len(floors)]
+    for sc in scenarios:
+        for fam in fams:
+            cells = [cheapest(by.get((sc, fam, f), [])).split(" (")[0] for f in floors]
+            if any(c != "–" for c in cells):
+                lines.append(f"| {sc}: {fam} | " + " | ".join(cells) + " |")
     return lines
 
 

@@ -48,6 +48,12 @@ def test_the_report_takes_each_family_s_cheapest_99_percent_over_every_floor_and
     # hpa's: 5.0 is cheaper than ours' cheapest point; 27 @ 99.2% (ours 99.5%: above)
     # keda's 7.0 @ 95% and kpa's 9.0 @ 97%: ours has only 90% for that little (below)
     assert "| s | 1/2 | 1/1 ✓ (+1 cheaper than ours) | 0/1 | 0/1 |" in out
+    # per floor: ours reaches 99% only at 16 (and at 20 only 97%); hpa only at 8, keda nowhere, kpa at 16 97%
+    assert "| floor | 8 | 16 | 20 |" in out
+    assert "| s: ours | ✗ 90.0% | 10.00 | ✗ 97.0% |" in out
+    assert "| s: hpa | 27.00 | – | – |" in out
+    assert "| s: keda | ✗ 95.0% | – | – |" in out
+    assert "| s: kpa | – | ✗ 97.0% | – |" in out
 
 
 def test_saved_runs_are_reported_together_without_running_anything(tmp_path: Path,

@@ -18,8 +18,9 @@ With no knee found yet, how far past the highest load seen to hold it plans depe
 error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
 than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
 A knee the misses found (or their trend) is spread to the current demand: the load per replica that keeps
-the spare capacity the fleet had where the misses were seen (`spread_knee`, decision change Z); under the
-engine's knee it is then planned past by the exploration (`measured_knee`, decision changes Y and Y2);
+the spare capacity the fleet had where the misses were seen (`spread_knee`, decision change Z); under
+ENGINE_KNEE_LIFT past the engine's knee it is then planned past by the exploration (`measured_knee`, decision
+changes Y, Y2 and AC);
 under half the engine's knee it is no knee (decision change AB).
 """
 
@@ -232,8 +233,9 @@ def lifted_share(knee: float | None) -> float:
 
 def measured_knee(over: float | None, engine_knee: float | None, explore: float) -> float | None:
     """The knee the misses found (`over`: a bin over the budget, or before one is, their trend), raised towards
-    the engine's knee when that is higher, by at most the hours' error budget's exploration (`explore`; none
-    while it is spent past half): decision change Y, and for the trend Y2.
+    ENGINE_KNEE_LIFT past the engine's knee (where a right prior's learner settles, and where `lifted_share`
+    lifts an understated prior) when that is higher, by at most the hours' error budget's exploration
+    (`explore`; none while it is spent past half): decision changes Y, Y2 (the trend) and AC (the lift).
 
     A window's misses are charged to the load its replicas served. In an overload they served less than
     arrived (a scale-down the prior allowed, a burst), so the misses land in a bin under the load that broke
@@ -244,10 +246,13 @@ def measured_knee(over: float | None, engine_knee: float | None, explore: float)
     all the way to it, four bursty ServeGen days fell under 99% at priors ×1.3 (their knee is under the
     steady fit's), so the raise is only the exploration's (+10%), which kept every replay. A trend pins the plan
     the same way: fitted in hour 1 of servegen-large-cold's day at 0.594 of the prior, it capped the whole
-    day (0.561 by hour 18) while the engine's knee said 0.62-0.77 (docs/benchmarks.md, decision change Y2)."""
-    if over is None or engine_knee is None or not engine_knee > over:
+    day (0.561 by hour 18) while the engine's knee said 0.62-0.77 (docs/benchmarks.md, decision change Y2).
+    Stopped at the engine's knee itself, a prior 30% high planned diurnal's day at that knee, 7% under where
+    the right prior's learner settled (0.685 of the prior against the knee's 0.64): decision change AC."""
+    ceiling = None if engine_knee is None else ENGINE_KNEE_LIFT * engine_knee
+    if over is None or ceiling is None or not ceiling > over:
         return over
-    return min(engine_knee, over * (1.0 + max(0.0, explore)))
+    return min(ceiling, over * (1.0 + max(0.0, explore)))
 
 
 def refused_knee(found: float | None, engine_knee: float | None) -> bool:

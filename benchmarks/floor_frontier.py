@@ -66,15 +66,22 @@ def floor_of(setting: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def cheapest(pts: list[tuple[float, float, str]]) -> str:
+def best(pts: list[tuple[float, float, str]]) -> tuple[str, str] | None:
+    """(GPU-hours of the cheapest point reaching 99%, or ✗ and the best attainment where none did; its
+    setting), None without points."""
     ok = [p for p in pts if p[1] >= TARGET]
     if not pts:
-        return "–"
+        return None
     if not ok:
-        best = max(pts, key=lambda p: (p[1], -p[0]))
-        return f"✗ {best[1] * 100:.1f}% ({best[2]})"
+        _, a, setting = max(pts, key=lambda p: (p[1], -p[0]))
+        return f"✗ {a * 100:.1f}%", setting
     g, _, setting = min(ok)
-    return f"{g:.2f} ({setting})"
+    return f"{g:.2f}", setting
+
+
+def cheapest(pts: list[tuple[float, float, str]]) -> str:
+    found = best(pts)
+    return "–" if found is None else f"{found[0]} ({found[1]})"
 
 
 def curve_cell(ours: list[tuple[float, float]], steps: list[tuple[float, float]]) -> str:
@@ -118,7 +125,7 @@ def per_floor(records: list[dict[str, Any]], scenarios: list[str]) -> list[str]:
     lines = ["| floor | " + " | ".join(map(str, floors)) + " |", "|---|" + "---|" * len(floors)]
     for sc in scenarios:
         for fam in fams:
-            cells = [cheapest(by.get((sc, fam, f), [])).split(" (")[0] for f in floors]
+            cells = [found[0] if (found := best(by.get((sc, fam, f), []))) else "–" for f in floors]
             if any(c != "–" for c in cells):
                 lines.append(f"| {sc}: {fam} | " + " | ".join(cells) + " |")
     return lines

@@ -225,10 +225,17 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
                     untested, beyond, engine, knee, over, trend)
 
 
+def settled_knee(engine_knee: float | None) -> float | None:
+    """Where a learner with a right prior settles, by the engine's evidence: ENGINE_KNEE_LIFT past its knee.
+    The one place the plan reads the engine's knee as a capacity (`lifted_share`, `measured_knee`)."""
+    return None if engine_knee is None else ENGINE_KNEE_LIFT * engine_knee
+
+
 def lifted_share(knee: float | None) -> float:
     """The capacity at the SLO planned before any knee is found, as a factor of the prior: the prior's share,
     or ENGINE_KNEE_LIFT past the engine's knee when that is higher (decision changes V and W)."""
-    return PRIOR_SLO_SHARE if knee is None else max(PRIOR_SLO_SHARE, ENGINE_KNEE_LIFT * knee)
+    settled = settled_knee(knee)
+    return PRIOR_SLO_SHARE if settled is None else max(PRIOR_SLO_SHARE, settled)
 
 
 def measured_knee(over: float | None, engine_knee: float | None, explore: float) -> float | None:
@@ -249,7 +256,7 @@ def measured_knee(over: float | None, engine_knee: float | None, explore: float)
     day (0.561 by hour 18) while the engine's knee said 0.62-0.77 (docs/benchmarks.md, decision change Y2).
     Stopped at the engine's knee itself, a prior 30% high planned diurnal's day at that knee, 7% under where
     the right prior's learner settled (0.685 of the prior against the knee's 0.64): decision change AC."""
-    ceiling = None if engine_knee is None else ENGINE_KNEE_LIFT * engine_knee
+    ceiling = settled_knee(engine_knee)
     if over is None or ceiling is None or not ceiling > over:
         return over
     return min(ceiling, over * (1.0 + max(0.0, explore)))

@@ -23,8 +23,15 @@ replica. A knee found on a small fleet therefore overstates what a large fleet n
 keeps the mean fleet size of the windows that missed (`miss_fleet`), and `spread_knee` turns the knee into
 the load per replica that leaves the same spare capacity at the current demand (decision change Z).
 
-Pure and small: at most one entry per bin, serialised as [bin, windows, requests, missed] rows, and the
-windows that missed as [windows, Σ ready replicas] (`fleet_to_list`).
+A bin is a knee only once its misses came in MIN_EPISODES episodes at least EPISODE_GAP_SECONDS apart. A
+single burst charges several consecutive windows to the bin its replicas served, and the plan then stays
+under that bin all day, so no later window tests it again; a load a replica cannot carry breaks the SLO each
+time the fleet returns to it. Until a bin's misses recur they still count in the misses' trend, which is
+fitted while no knee is found (docs/benchmarks.md, decision change AD).
+
+Pure and small: at most one entry per bin, serialised as [bin, windows, requests, missed] rows, the windows
+that missed as [windows, Σ ready replicas] (`fleet_to_list`), and the bins' miss episodes as [bin, episodes,
+last miss] rows (`episodes_to_list`).
 """
 
 from __future__ import annotations
@@ -50,6 +57,11 @@ TREND_MIN_MISSED = 10.0
 TREND_SHARE = 0.5
 TREND_REACH = 1.5
 _NEWTON_STEPS = 30
+# A bin's misses are one episode while its missed windows come less than this apart: a burst's misses and the
+# drain of its queue span a few minutes (decision change AD; 300 s and 1,200 s measured the same).
+EPISODE_GAP_SECONDS = 600.0
+MIN_EPISODES = 2  # a bin is a knee once its misses came in this many episodes
+Episodes = tuple[tuple[int, int, float], ...]  # (bin, episodes up to MIN_EPISODES, time of its last missed window)
 
 
 def bin_of(load: float) -> int | None:
@@ -69,10 +81,12 @@ class SloCapacity:
     bins: tuple[tuple[int, float, float, float], ...] = ()
     miss_windows: float = 0.0  # windows in which requests missed (faded to MAX_WEIGHT)
     miss_ready: float = 0.0  # Σ ready replicas over those windows
+    episodes: Episodes = ()  # per bin whose windows missed, ascending
 
-    def observe(self, load: float, requests: float, missed: float, ready: float = 0.0) -> SloCapacity:
+    def observe(self, load: float, requests: float, missed: float, ready: float = 0.0,
+                now: float | None = None) -> SloCapacity:
         """One clean window: load per ready replica, requests judged, requests that missed because of load,
-        and the ready replicas that carried it."""
+        the ready replicas that carried it, and when (None: no clock, so each missed window is an episode)."""
         b = bin_of(load)
         if b is None or not requests > 0 or not 0 <= missed <= requests:
             return self
@@ -92,16 +106,22 @@ class SloCapacity:
         if not done:
             out.append((b, 1.0, requests, missed))
             out.sort()
-        return SloCapacity(tuple(out), mw, mr)
+        return SloCapacity(tuple(out), mw, mr, _episode(self.episodes, b, now) if missed > 0 else self.episodes)
+
+    def confirmed(self, b: int) -> bool:
+        """Whether bin `b`'s misses came in MIN_EPISODES episodes (see EPISODE_GAP_SECONDS)."""
+        return any(i == b and k >= MIN_EPISODES for i, k, _ in self.episodes)
 
     def miss_fleet(self) -> float | None:
         """The mean ready replicas of the windows whose requests missed, or None before any did."""
         return self.miss_ready / self.miss_windows if self.miss_windows >= 1.0 else None
 
     def knee(self, quantile: float) -> tuple[float | None, float | None]:
-        """(load where the SLO stops holding or None, highest load seen to hold or None)."""
+        """(load where the SLO stops holding or None, highest load seen to hold or None). A bin over the
+        budget whose misses came in one episode is neither (`confirmed`)."""
         limit = quantile - OVER_MARGIN * (1.0 - quantile)
-        over = next((lower_edge(i) for i, n, r, m in self.bins if n >= MIN_WINDOWS and 1.0 - m / r < limit), None)
+        over = next((lower_edge(i) for i, n, r, m in self.bins
+                     if n >= MIN_WINDOWS and 1.0 - m / r < limit and self.confirmed(i)), None)
         held = [lower_edge(i + 1) for i, n, r, m in self.bins
                 if n >= MIN_WINDOWS and 1.0 - m / r >= quantile and (over is None or lower_edge(i) < over)]
         return over, (max(held) if held else None)
@@ -134,17 +154,41 @@ class SloCapacity:
     def fleet_to_list(self) -> list[float]:
         return [round(self.miss_windows, 3), round(self.miss_ready, 3)]
 
+    def episodes_to_list(self) -> list[list[float]]:
+        return [[i, k, round(t, 3)] for i, k, t in self.episodes]
+
+    def with_episodes(self, v: object) -> SloCapacity:
+        """These bins with their miss episodes from `episodes_to_list()`; raises ValueError naming what is wrong.
+        None (a state written before episodes were kept): every bin that missed counts as confirmed, so the
+        knee it held stays."""
+        if v is None:
+            eps = tuple((i, MIN_EPISODES, 0.0) for i, _, _, m in self.bins if m > 0)
+            return SloCapacity(self.bins, self.miss_windows, self.miss_ready, eps)
+        if not isinstance(v, list):
+            raise ValueError(f"expected a list of [bin, episodes, last miss], got {type(v).__name__}")
+        seen: dict[int, tuple[int, float]] = {}
+        for row in v:
+            if not isinstance(row, list | tuple) or len(row) != 3 or not all(finite_number(x) for x in row):
+                raise ValueError(f"each entry must be [bin, episodes, last miss] as finite numbers, got {row!r}")
+            i, k, t = row
+            if i != int(i) or not 0 <= i <= MAX_BIN or k != int(k) or not 1 <= k <= MIN_EPISODES:
+                raise ValueError(f"need a whole bin in 0..{MAX_BIN} and whole episodes in 1..{MIN_EPISODES}, "
+                                 f"got {row!r}")
+            seen[int(i)] = (int(k), float(t))
+        eps = tuple((i, k, t) for i, (k, t) in sorted(seen.items()))
+        return SloCapacity(self.bins, self.miss_windows, self.miss_ready, eps)
+
     def with_fleet(self, v: object) -> SloCapacity:
         """These bins with the windows that missed from `fleet_to_list()` (None: none yet); raises ValueError
         naming what is wrong."""
         if v is None:
-            return SloCapacity(self.bins)
+            return SloCapacity(self.bins, episodes=self.episodes)
         if not isinstance(v, list | tuple) or len(v) != 2 or not all(finite_number(x) for x in v):
             raise ValueError(f"expected [windows, Σ ready replicas] as two finite numbers, got {v!r}")
         mw, mr = float(v[0]), float(v[1])
         if not (0 <= mw <= MAX_WEIGHT and mr >= 0):
             raise ValueError(f"need 0 ≤ windows ≤ {MAX_WEIGHT:g} and Σ ready ≥ 0, got {v!r}")
-        return SloCapacity(self.bins, mw, mr)
+        return SloCapacity(self.bins, mw, mr, self.episodes)
 
     @staticmethod
     def from_list(v: object) -> SloCapacity:
@@ -167,6 +211,21 @@ class SloCapacity:
                 raise ValueError(f"need 0 < windows ≤ {MAX_WEIGHT:g} and 0 ≤ missed ≤ requests > 0, got {row!r}")
             seen[int(i)] = (float(n), float(r), float(m))
         return SloCapacity(tuple((i, n, r, m) for i, (n, r, m) in sorted(seen.items())))
+
+
+def _episode(episodes: Episodes, b: int, now: float | None) -> Episodes:
+    """`episodes` after a missed window in bin `b` at `now`: a new episode once EPISODE_GAP_SECONDS passed
+    since the bin's last missed window (with no clock, or one that went backwards, each window is one),
+    counted up to MIN_EPISODES."""
+    t = 0.0 if now is None else now
+    out = [e for e in episodes if e[0] != b]
+    last = next((e for e in episodes if e[0] == b), None)
+    if last is None:
+        k = 1
+    else:
+        new = now is None or not 0.0 <= now - last[2] <= EPISODE_GAP_SECONDS
+        k = min(MIN_EPISODES, last[1] + (1 if new else 0))
+    return tuple(sorted((*out, (b, k, t))))
 
 
 def plan_at(over: float | None, held: float | None, prior: float, lo: float, hi: float, explore: float,

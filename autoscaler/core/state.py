@@ -68,6 +68,7 @@ class CoreState:
             "capacity": [round(x, 4) for x in self.capacity.samples],
             "sloCapacity": self.slo_capacity.to_list(),
             "sloMissFleet": self.slo_capacity.fleet_to_list(),
+            "sloMissEpisodes": self.slo_capacity.episodes_to_list(),
             "engineKnee": self.engine_knee.to_dict(),
             "sloBudget": self.slo_budget.to_list(),
             "recentWaiting": [[round(t, 3), round(w, 3)] for t, w in self.recent_waiting],
@@ -109,7 +110,8 @@ class CoreState:
             forecast_seed=seed,
             coldstart=_read(d, "coldStart", lambda v: ColdStartStats.from_dict(v or {})),
             capacity=_read(d, "capacity", lambda v: CapacityStats(tuple(_number(x) for x in v or ()))),
-            slo_capacity=_read(d, "sloMissFleet", _read(d, "sloCapacity", SloCapacity.from_list).with_fleet),
+            slo_capacity=_read(d, "sloMissEpisodes", _read(d, "sloMissFleet", _read(
+                d, "sloCapacity", SloCapacity.from_list).with_fleet).with_episodes),
             engine_knee=_read(d, "engineKnee", EngineKnee.from_dict),
             slo_budget=_read(d, "sloBudget", SloBudget.from_list),
             recent_waiting=_recent_waiting(d),

@@ -21,7 +21,9 @@ A knee the misses found (or their trend) is spread to the current demand: the lo
 the spare capacity the fleet had where the misses were seen (`spread_knee`, decision change Z); under
 ENGINE_KNEE_LIFT past the engine's knee it is then planned past by the exploration (`measured_knee`, decision
 changes Y, Y2 and AC);
-under half the engine's knee it is no knee (decision change AB).
+under half the engine's knee it is no knee (decision change AB). A bin over the budget is a knee only once
+its misses came in two episodes; one burst's misses count in the trend only (slo_capacity.py, decision
+change AD).
 """
 
 from __future__ import annotations
@@ -190,7 +192,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
             and now - steady_since >= STEADY_SECONDS):
         requests = judged(policy, signals)
         missed = (1.0 - attained) * requests if queued(policy, signals, waiting, stale) else 0.0
-        slo = slo.observe(served / ready, requests, missed, ready)
+        slo = slo.observe(served / ready, requests, missed, ready, now)
         engine = engine.observe(served / ready, running / ready if running is not None else None,
                                 latency_ratio(policy, signals), kv)
     knee = engine.knee(cap.max_concurrency) if cap.learn else None

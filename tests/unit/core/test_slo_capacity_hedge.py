@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from autoscaler.core import CoreState
 from autoscaler.core.slo_capacity import (
+    EPISODE_GAP_SECONDS,
     EXPLORE,
     LOW,
     MAX_WEIGHT,
+    MIN_EPISODES,
     MIN_WINDOWS,
     RATIO,
     TREND_REACH,
@@ -161,6 +163,77 @@ def test_core_state_keeps_what_capacity_learned_across_a_restart() -> None:
             CoreState.from_dict({**state.to_dict(), "sloMissFleet": bad})
     older = {k: v for k, v in state.to_dict().items() if k != "sloMissFleet"}  # a state written before Z
     assert CoreState.from_dict(older).slo_capacity.miss_fleet() is None
+
+
+B05, B07 = 41, 46  # the bins of loads 0.5 and 0.7 (LOW × RATIO**b)
+
+
+def _one_episode(s: SloCapacity, start: float, load: float = 0.7, windows: int = 12) -> SloCapacity:
+    """`windows` missed windows (5% of 1,000 requests) 15 s apart from `start`: one burst's misses."""
+    for k in range(windows):
+        s = s.observe(load, 1000, 50, ready=8, now=start + 15.0 * k)
+    return s
+
+
+def test_a_bins_misses_are_a_knee_only_once_they_recur_in_a_second_episode() -> None:
+    held = SloCapacity()
+    for k in range(20):
+        held = held.observe(0.5, 1000, 0, ready=8, now=15.0 * k)
+    once = _one_episode(held, 1000.0)
+    assert bin_of(0.5) == B05 and bin_of(0.7) == B07
+    assert once.knee(0.99) == (None, lower_edge(B05 + 1))  # one burst: neither a knee nor a held load
+    assert once.episodes == ((B07, 1, 1000.0 + 15.0 * 11),)
+    soon = _one_episode(once, 1000.0 + 15.0 * 11 + EPISODE_GAP_SECONDS - 1.0, windows=1)
+    assert soon.knee(0.99)[0] is None  # still the same episode: its windows come less than the gap apart
+    again = _one_episode(once, 1000.0 + 15.0 * 11 + EPISODE_GAP_SECONDS + 1.0, windows=1)
+    assert again.knee(0.99)[0] == pytest.approx(lower_edge(B07))
+    assert [k for _, k, _ in _one_episode(again, 1e5).episodes] == [MIN_EPISODES]  # counted up to the minimum
+    # With no clock each missed window is an episode of its own, as before episodes were kept.
+    assert _seen((0.5, 1000, 0), (0.7, 1000, 50)).knee(0.99)[0] == pytest.approx(lower_edge(B07))
+
+
+def test_one_episodes_misses_still_count_in_the_trend() -> None:
+    s = SloCapacity()
+    for b, (load, missed) in enumerate(((0.40, 0), (0.45, 1), (0.50, 3), (0.55, 9))):
+        for k in range(10):
+            s = s.observe(load, 1000, missed, ready=8, now=1e4 * b + 15.0 * k)
+    s = _one_episode(s, 1e6, load=0.6)
+    assert s.knee(0.99)[0] is None
+    trend = s.trend_knee(0.99)
+    assert trend is not None and trend < 0.6
+
+
+def test_miss_episodes_survive_a_restart_and_an_older_state_keeps_its_knee() -> None:
+    held = SloCapacity()
+    for k in range(20):
+        held = held.observe(0.5, 1000, 0, ready=8, now=15.0 * k)
+    once = _one_episode(held, 1000.0)
+    state = CoreState(slo_capacity=once)
+    back = CoreState.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert back.slo_capacity.episodes == once.episodes and back.slo_capacity.knee(0.99)[0] is None
+    older = {k: v for k, v in state.to_dict().items() if k != "sloMissEpisodes"}  # written before AD
+    assert CoreState.from_dict(older).slo_capacity.knee(0.99)[0] == pytest.approx(lower_edge(B07))
+    for bad in ("x", [[1, 1]], [[1, 0, 5.0]], [[1, MIN_EPISODES + 1, 5.0]], [[1.5, 1, 5.0]], [[-1, 1, 5.0]],
+                [[1, 1, float("nan")]]):
+        with pytest.raises(ValueError, match="sloMissEpisodes"):
+            CoreState.from_dict({**state.to_dict(), "sloMissEpisodes": bad})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.05, 5), st.floats(1, 1e4), st.floats(0, 1), st.floats(0, 3000)), max_size=60))
+def test_keeping_episodes_never_finds_a_knee_the_windows_alone_would_not(
+        points: list[tuple[float, float, float, float]]) -> None:
+    clocked, unclocked, now = SloCapacity(), SloCapacity(), 0.0
+    for load, req, share, dt in points:
+        now += dt
+        clocked = clocked.observe(load, req, req * share, ready=4, now=now)
+        unclocked = unclocked.observe(load, req, req * share, ready=4)
+    assert clocked.to_list() == unclocked.to_list()
+    assert all(1 <= k <= MIN_EPISODES for _, k, _ in clocked.episodes)
+    found, bound = clocked.knee(0.99)[0], unclocked.knee(0.99)[0]
+    assert found is None or (bound is not None and found >= bound)
+    back = SloCapacity.from_list(clocked.to_list()).with_episodes(json.loads(json.dumps(clocked.episodes_to_list())))
+    assert back.episodes == tuple((i, k, round(t, 3)) for i, k, t in clocked.episodes)
 
 
 def test_the_fleet_the_misses_were_seen_on_is_the_mean_of_the_windows_that_missed_and_fades() -> None:

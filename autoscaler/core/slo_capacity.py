@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from autoscaler.core.numbers import finite_number
@@ -119,12 +120,22 @@ class SloCapacity:
     def knee(self, quantile: float) -> tuple[float | None, float | None]:
         """(load where the SLO stops holding or None, highest load seen to hold or None). A bin over the
         budget whose misses came in one episode is neither (`confirmed`)."""
-        limit = quantile - OVER_MARGIN * (1.0 - quantile)
-        over = next((lower_edge(i) for i, n, r, m in self.bins
-                     if n >= MIN_WINDOWS and 1.0 - m / r < limit and self.confirmed(i)), None)
+        over = next((lower_edge(i) for i in self._over(quantile) if self.confirmed(i)), None)
         held = [lower_edge(i + 1) for i, n, r, m in self.bins
                 if n >= MIN_WINDOWS and 1.0 - m / r >= quantile and (over is None or lower_edge(i) < over)]
         return over, (max(held) if held else None)
+
+    def pending(self, quantile: float) -> float | None:
+        """The lowest load bin over the budget whose misses came in one episode so far, under any knee (what
+        a second episode would make the knee), or None."""
+        for i in self._over(quantile):
+            return None if self.confirmed(i) else lower_edge(i)
+        return None
+
+    def _over(self, quantile: float) -> Iterator[int]:
+        """The bins whose pooled misses exceed the error budget by half again (OVER_MARGIN), ascending."""
+        limit = quantile - OVER_MARGIN * (1.0 - quantile)
+        return (i for i, n, r, m in self.bins if n >= MIN_WINDOWS and 1.0 - m / r < limit)
 
     def trend_knee(self, quantile: float) -> float | None:
         """The load at which the misses' rise with load reaches TREND_SHARE of the error budget, or None

@@ -92,12 +92,15 @@ class Capacity:
     # With no knee found, where the misses' trend puts it (SloCapacity.trend_knee), before `measured_knee`
     # raises it; None: no trend fitted.
     slo_trend: float | None = None
+    # The lowest bin over the budget whose misses came in one episode so far (SloCapacity.pending): a second
+    # episode makes it the knee (decision change AD); None: none.
+    slo_pending: float | None = None
 
     def explain(self) -> dict[str, float]:
         # miss_fleet: the mean ready replicas of the windows that missed, whose spare `spread_knee` keeps.
         # *_refused: 1 when that knee lies under FOUND_UNDER_ENGINE of the engine's and the plan ignores it.
         known = (("engine_knee", self.engine_knee), ("slo_knee", self.slo_knee), ("slo_trend", self.slo_trend),
-                 ("miss_fleet", self.slo.miss_fleet()))
+                 ("slo_knee_pending", self.slo_pending), ("miss_fleet", self.slo.miss_fleet()))
         refused = (("slo_knee_refused", self.slo_knee), ("slo_trend_refused", self.slo_trend))
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
                 "capacity_explore": round(self.explore, 4), **{k: round(v, 4) for k, v in known if v is not None},
@@ -224,7 +227,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond, engine, knee, over, trend)
+                    untested, beyond, engine, knee, over, trend, slo.pending(policy.slo.quantile))
 
 
 def settled_knee(engine_knee: float | None) -> float | None:

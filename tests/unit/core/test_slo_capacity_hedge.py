@@ -11,6 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core import CoreState
+from autoscaler.core.capacity import CapacityStats
+from autoscaler.core.signals import ReplicaCounts, Signals
+from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import (
     EPISODE_GAP_SECONDS,
     EXPLORE,
@@ -26,6 +29,7 @@ from autoscaler.core.slo_capacity import (
     lower_edge,
     spread_knee,
 )
+from autoscaler.core.stages.capacity import capacity
 from autoscaler.core.stages.hedge import DEFAULT_HEADROOM, MIN_BUCKETS, bursting, hedge, rise_quantile
 from forecasting import ForecastConfig, new_state, observe
 
@@ -183,10 +187,11 @@ def test_a_bins_misses_are_a_knee_only_once_they_recur_in_a_second_episode() -> 
     assert bin_of(0.5) == B05 and bin_of(0.7) == B07
     assert once.knee(0.99) == (None, lower_edge(B05 + 1))  # one burst: neither a knee nor a held load
     assert once.episodes == ((B07, 1, 1000.0 + 15.0 * 11),)
+    assert once.pending(0.99) == pytest.approx(lower_edge(B07)) and held.pending(0.99) is None
     soon = _one_episode(once, 1000.0 + 15.0 * 11 + EPISODE_GAP_SECONDS - 1.0, windows=1)
     assert soon.knee(0.99)[0] is None  # still the same episode: its windows come less than the gap apart
     again = _one_episode(once, 1000.0 + 15.0 * 11 + EPISODE_GAP_SECONDS + 1.0, windows=1)
-    assert again.knee(0.99)[0] == pytest.approx(lower_edge(B07))
+    assert again.knee(0.99)[0] == pytest.approx(lower_edge(B07)) and again.pending(0.99) is None
     assert [k for _, k, _ in _one_episode(again, 1e5).episodes] == [MIN_EPISODES]  # counted up to the minimum
     # With no clock each missed window is an episode of its own, as before episodes were kept.
     assert _seen((0.5, 1000, 0), (0.7, 1000, 50)).knee(0.99)[0] == pytest.approx(lower_edge(B07))
@@ -199,6 +204,11 @@ def test_one_episodes_misses_still_count_in_the_trend() -> None:
             s = s.observe(load, 1000, missed, ready=8, now=1e4 * b + 15.0 * k)
     s = _one_episode(s, 1e6, load=0.6)
     assert s.knee(0.99)[0] is None
+    # The decision's explanation shows the bin a second episode would make the knee, beside the trend.
+    shown = capacity(policy(capacity={"learn": True}), Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0,
+                     0.3, True, CapacityStats(), s, 1.0, None, None, SloBudget(), 15.0, 1000.0, 2.0, False, False,
+                     queue_stood=True).explain()
+    assert shown["slo_knee_pending"] == round(lower_edge(bin_of(0.6) or 0), 4) and "slo_knee" not in shown
     trend = s.trend_knee(0.99)
     assert trend is not None and trend < 0.6
 

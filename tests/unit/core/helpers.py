@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from autoscaler.core import Measured, ReplicaCounts, Signals, StartingReplica
+from autoscaler.core.capacity import CapacityStats
+from autoscaler.core.engine_knee import EngineKnee
+from autoscaler.core.slo_budget import SloBudget
+from autoscaler.core.slo_capacity import SloCapacity
+from autoscaler.core.stages.capacity import Capacity, capacity
 from autoscaler.policy import PolicySpec
 
 BASE: dict[str, Any] = {
@@ -48,3 +53,14 @@ def signals(
         queue_time_p90_seconds=Measured(queue_p90, age) if queue_p90 is not None else Measured(),
         replicas=ReplicaCounts(desired=desired, ready=desired if ready is None else ready, starting=starting),
     )
+
+
+def capacity_stage(engine: EngineKnee, steady: float | None = None, running: float | None = None,
+                   sig: Signals | None = None, slo: SloCapacity | None = None, budget: SloBudget | None = None,
+                   offered: float = 0.0) -> Capacity:
+    """The capacity stage on one learning tick of 4 ready replicas (target utilization 1.0) with this
+    engine evidence and these SLO bins."""
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True,
+                    CapacityStats(), slo or SloCapacity(), 1.0, None, steady, budget or SloBudget(), 15.0, 1000.0,
+                    offered, False, False, running, engine, queue_stood=True)

@@ -10,9 +10,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core import CoreState
-from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.engine_knee import MIN_BINS, REACH, EngineKnee
-from autoscaler.core.signals import LatencyHistogram, ReplicaCounts, Signals
+from autoscaler.core.signals import LatencyHistogram, Signals
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, LOW, MIN_WINDOWS, RATIO, SloCapacity, bin_of
 from autoscaler.core.stages.capacity import (
@@ -20,12 +19,12 @@ from autoscaler.core.stages.capacity import (
     FOUND_UNDER_ENGINE,
     PRIOR_SLO_SHARE,
     Capacity,
-    capacity,
     latency_ratio,
     lifted_share,
     measured_knee,
 )
 
+from .helpers import capacity_stage as _stage
 from .helpers import policy
 
 CAPACITY, C = 0.7, 17.0  # a replica saturating at 0.7 of the prior; n = C·L / (CAPACITY − L)
@@ -192,15 +191,6 @@ def test_the_quantile_inverts_the_share_within(counts: list[int], q: float) -> N
 
 
 # how the capacity stage uses it
-def _stage(engine: EngineKnee, steady: float | None = None, running: float | None = None,
-           sig: Signals | None = None, slo: SloCapacity | None = None, budget: SloBudget | None = None,
-           offered: float = 0.0) -> Capacity:
-    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
-    return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True,
-                    CapacityStats(), slo or SloCapacity(), 1.0, None, steady, budget or SloBudget(), 15.0, 1000.0,
-                    offered, False, False, running, engine, queue_stood=True)
-
-
 def test_an_engine_knee_lifts_the_plan_15_percent_past_it_only_where_that_passes_the_priors_share() -> None:
     assert _stage(EngineKnee()).factor == PRIOR_SLO_SHARE  # no evidence: the prior's share
     # The KV cache fills at 0.7 × 300/317 ≈ 0.662; 15% past it is 0.761, under the share (0.8): the misses decide.

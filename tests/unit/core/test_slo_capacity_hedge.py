@@ -11,9 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core import CoreState
-from autoscaler.core.capacity import CapacityStats
-from autoscaler.core.signals import ReplicaCounts, Signals
-from autoscaler.core.slo_budget import SloBudget
+from autoscaler.core.engine_knee import EngineKnee
 from autoscaler.core.slo_capacity import (
     EPISODE_GAP_SECONDS,
     EXPLORE,
@@ -29,11 +27,10 @@ from autoscaler.core.slo_capacity import (
     lower_edge,
     spread_knee,
 )
-from autoscaler.core.stages.capacity import capacity
 from autoscaler.core.stages.hedge import DEFAULT_HEADROOM, MIN_BUCKETS, bursting, hedge, rise_quantile
 from forecasting import ForecastConfig, new_state, observe
 
-from .helpers import policy
+from .helpers import capacity_stage, policy
 
 
 def _seen(*points: tuple[float, float, float], times: int = 10) -> SloCapacity:
@@ -205,9 +202,7 @@ def test_one_episodes_misses_still_count_in_the_trend() -> None:
     s = _one_episode(s, 1e6, load=0.6)
     assert s.knee(0.99)[0] is None
     # The decision's explanation shows the bin a second episode would make the knee, beside the trend.
-    shown = capacity(policy(capacity={"learn": True}), Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0,
-                     0.3, True, CapacityStats(), s, 1.0, None, None, SloBudget(), 15.0, 1000.0, 2.0, False, False,
-                     queue_stood=True).explain()
+    shown = capacity_stage(EngineKnee(), slo=s).explain()
     assert shown["slo_knee_pending"] == round(lower_edge(bin_of(0.6) or 0), 4) and "slo_knee" not in shown
     trend = s.trend_knee(0.99)
     assert trend is not None and trend < 0.6

@@ -110,8 +110,7 @@ class CoreState:
             forecast_seed=seed,
             coldstart=_read(d, "coldStart", lambda v: ColdStartStats.from_dict(v or {})),
             capacity=_read(d, "capacity", lambda v: CapacityStats(tuple(_number(x) for x in v or ()))),
-            slo_capacity=_read(d, "sloMissEpisodes", _read(d, "sloMissFleet", _read(
-                d, "sloCapacity", SloCapacity.from_list).with_fleet).with_episodes),
+            slo_capacity=_slo_capacity(d),
             engine_knee=_read(d, "engineKnee", EngineKnee.from_dict),
             slo_budget=_read(d, "sloBudget", SloBudget.from_list),
             recent_waiting=_recent_waiting(d),
@@ -128,6 +127,13 @@ class CoreState:
 
 
 _T = TypeVar("_T")
+
+
+def _slo_capacity(d: dict[str, Any]) -> SloCapacity:
+    """`sloCapacity` with the fleet that missed (`sloMissFleet`) and the bins' miss episodes (`sloMissEpisodes`)."""
+    slo = _read(d, "sloCapacity", SloCapacity.from_list)
+    slo = _read(d, "sloMissFleet", slo.with_fleet)
+    return _read(d, "sloMissEpisodes", slo.with_episodes)
 
 
 def _recent_waiting(d: dict[str, Any]) -> tuple[tuple[float, float], ...]:

@@ -107,20 +107,34 @@ def test_latency_over_the_slo_at_the_lowest_load_is_prefill_not_load() -> None:
     assert e.knee(None) == pytest.approx(CAPACITY, rel=1e-6)
 
 
-def test_a_knee_far_past_everything_seen_is_no_knee() -> None:
+def test_a_knee_past_the_reach_is_read_at_the_reach() -> None:
     far = 0.05 * REACH * 1.5  # saturating well past REACH × the highest load seen
     e = EngineKnee()
     for _ in range(int(MIN_WINDOWS)):
         for load in (0.03, 0.04, 0.05):
             e = e.observe(load, C * _mid(load) / (far - _mid(load)), None, None)
-    assert e.knee(None) is None
+    # The least the evidence says of it: at least REACH past the highest bin that spoke (decision change AE).
+    assert e.knee(None) == pytest.approx(REACH * _mid(0.05), rel=1e-9)
     # One window at a far higher load has not spoken: it does not stretch the reach.
-    assert e.observe(0.2, 1000.0, None, None).knee(None) is None
+    assert e.observe(0.2, 1000.0, None, None).knee(None) == pytest.approx(REACH * _mid(0.05), rel=1e-9)
     near = EngineKnee()
     for _ in range(int(MIN_WINDOWS)):
         for load in (0.03, 0.04, 0.05):
             near = near.observe(load, C * _mid(load) / (0.07 - _mid(load)), None, None)
     assert near.knee(None) == pytest.approx(0.07, rel=1e-6)
+
+
+def test_an_understated_prior_is_lifted_by_a_knee_past_the_reach() -> None:
+    # A prior 30% low: the plan keeps loads near 0.5-0.62 of it while the replica saturates at 2.0. The fits
+    # put the knee past 1.5× those loads; read at that reach it still lifts the plan past the prior's share.
+    e = EngineKnee()
+    for _ in range(int(MIN_WINDOWS)):
+        for load in (0.5, 0.56, 0.62):
+            e = e.observe(load, C * _mid(load) / (2.0 - _mid(load)), None, None)
+    k = e.knee(None)
+    assert k == pytest.approx(REACH * _mid(0.62), rel=1e-9)
+    assert lifted_share(k) == pytest.approx(ENGINE_KNEE_LIFT * REACH * _mid(0.62), rel=1e-9)
+    assert lifted_share(k) > PRIOR_SLO_SHARE
 
 
 def test_absurd_windows_are_ignored() -> None:

@@ -22,7 +22,7 @@ The knee is the lower of the two. Both are fitted only once three bins spanning 
 spoken, and each only when its slope says what it should (n rising with load, the quantile rising with
 load): otherwise None, and the plan keeps its prior. Bins fade as the SLO bins do (MAX_WEIGHT windows).
 A fit is trusted only up to REACH past the highest bin that spoke: a knee it puts further is read at that
-reach, the least the evidence says of it, and not as no knee (decision change AE). Read as none, it left an
+reach, the furthest the fits are trusted, and not as no knee (decision change AE). Read as none, it left an
 understated prior where it was: on servegen-large-cold with every prior ×0.7 the fits put the knee at
 0.92-0.96 of that prior all day, just past 1.5× the loads the prior's plan kept, and the plan stayed at the
 prior's share (0.8) where the knee read at its reach lifts it to 0.86-1.07.
@@ -200,5 +200,5 @@ def _knee(bins: tuple[tuple[int, float, float, float, float], ...], kv_windows: 
     if not knees:
         return None
     top = max(load for load, n, _, qn, _ in loads if max(n, qn) >= MIN_WINDOWS)  # the highest bin that spoke
-    k = min(min(knees), REACH * top)  # past the reach: at least there, which is all the evidence says
+    k = min(min(knees), REACH * top)  # past the reach: read at the reach, the furthest a fit is trusted
     return k if k >= LOW else None

@@ -113,7 +113,7 @@ def test_a_knee_past_the_reach_is_read_at_the_reach() -> None:
     for _ in range(int(MIN_WINDOWS)):
         for load in (0.03, 0.04, 0.05):
             e = e.observe(load, C * _mid(load) / (far - _mid(load)), None, None)
-    # The least the evidence says of it: at least REACH past the highest bin that spoke (decision change AE).
+    # Read at the furthest the fits are trusted: REACH past the highest bin that spoke (decision change AE).
     assert e.knee(None) == pytest.approx(REACH * _mid(0.05), rel=1e-9)
     # One window at a far higher load has not spoken: it does not stretch the reach.
     assert e.observe(0.2, 1000.0, None, None).knee(None) == pytest.approx(REACH * _mid(0.05), rel=1e-9)

@@ -21,11 +21,12 @@ margin rarely does. Two things an engine reports at every load level say where i
 The knee is the lower of the two. Both are fitted only once three bins spanning a quarter in load have
 spoken, and each only when its slope says what it should (n rising with load, the quantile rising with
 load): otherwise None, and the plan keeps its prior. Bins fade as the SLO bins do (MAX_WEIGHT windows).
-A fit is trusted only up to REACH past the highest bin that spoke: a knee it puts further is read at that
-reach, the furthest the fits are trusted, and not as no knee (decision change AE). Read as none, it left an
-understated prior where it was: on servegen-large-cold with every prior ×0.7 the fits put the knee at
-0.92-0.96 of that prior all day, just past 1.5× the loads the prior's plan kept, and the plan stayed at the
-prior's share (0.8) where the knee read at its reach lifts it to 0.86-1.07.
+A fit is trusted only up to REACH past the highest bin that spoke: a knee it puts further is no knee
+(`knee`), and a knee the misses found is explored, spread or refused only against a knee within the reach.
+To lift the prior's share it is read at the reach (`lift`, decision change AE): read as none, it left an
+understated prior where it was. On servegen-large-cold with every prior ×0.7 the fits put the knee past
+1.5× the loads the prior's plan kept all day, and the plan stayed at the prior's share (0.8) where the knee
+read at its reach (0.90-0.96 of that prior) lifts it to 0.86-1.07.
 
 How the plan uses it (stages/capacity.py, decision changes V and W in docs/benchmarks.md): 15% past the
 knee (where the learner settles when the prior is right) lifts the prior's share of the SLO when higher,
@@ -56,7 +57,7 @@ from autoscaler.core.slo_capacity import LOW, MAX_BIN, MAX_WEIGHT, MIN_WINDOWS, 
 MIN_BINS = 3
 MIN_SPAN = 1.25  # the bins fitted span at least this ratio of loads
 MIN_KV = 0.05  # KV use under this says too little of what a sequence holds
-REACH = 1.5  # a knee is trusted at most this far past the highest bin seen; one further is read here
+REACH = 1.5  # a knee is trusted at most this far past the highest bin seen (`lift` reads one further here)
 MAX_SEQUENCES = 1e6
 # The latency's line is fitted over the bins within this ratio of the highest load that spoke (when they are
 # MIN_BINS spanning MIN_SPAN): the rise near the knee, not the flat loads far under it. On servegen-mid's
@@ -104,8 +105,17 @@ class EngineKnee:
         return EngineKnee(tuple(out), kn, ks)
 
     def knee(self, max_concurrency: int | None) -> float | None:
-        """The load per replica at which the SLO would stop holding, or None (too little evidence)."""
-        return _knee(self.bins, self.kv_windows, self.kv_sum, max_concurrency)
+        """The load per replica at which the SLO would stop holding, or None (too little evidence, or past the
+        reach)."""
+        fit = _knee(self.bins, self.kv_windows, self.kv_sum, max_concurrency)
+        return fit[0] if fit is not None and fit[0] <= fit[1] else None
+
+    def lift(self, max_concurrency: int | None) -> float | None:
+        """`knee`, or the reach when the fits put the knee past it: the furthest they are trusted, which is
+        how far an understated prior may be lifted by them (stages/capacity.lifted_share). Not a bound the
+        evidence proves: early in a day a few bins can put it above where more bins later put the knee."""
+        fit = _knee(self.bins, self.kv_windows, self.kv_sum, max_concurrency)
+        return None if fit is None else min(fit)
 
     def to_dict(self) -> dict[str, object]:
         # The sums of 1/n and n/KV are kept to 7 significant digits, not decimal places: a batch of thousands
@@ -176,7 +186,8 @@ def _sig(x: float) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _knee(bins: tuple[tuple[int, float, float, float, float], ...], kv_windows: float, kv_sum: float,
-          max_concurrency: int | None) -> float | None:
+          max_concurrency: int | None) -> tuple[float, float] | None:
+    """(the knee the fits put, REACH past the highest bin that spoke), or None (no fit, or under LOW)."""
     mid = math.sqrt(RATIO)
     loads = [(LOW * RATIO**i * mid, n, s, qn, qs) for i, n, s, qn, qs in bins]
     knees = []
@@ -200,5 +211,5 @@ def _knee(bins: tuple[tuple[int, float, float, float, float], ...], kv_windows: 
     if not knees:
         return None
     top = max(load for load, n, _, qn, _ in loads if max(n, qn) >= MIN_WINDOWS)  # the highest bin that spoke
-    k = min(min(knees), REACH * top)  # past the reach: read at the reach, the furthest a fit is trusted
-    return k if k >= LOW else None
+    k = min(knees)
+    return (k, REACH * top) if k >= LOW else None

@@ -13,7 +13,7 @@ never past the capacity at the SLO, nor past 95% of the throughput measured whil
 Until a knee is found, the prior's share of the SLO (PRIOR_SLO_SHARE) is lifted to ENGINE_KNEE_LIFT past
 where the engine's own evidence puts the knee when that is higher (autoscaler/core/engine_knee.py: the
 batch's growth towards saturation and the SLO's latency quantile, read at every load; decision changes V
-and W).
+and W), or past the fits' reach when they put the knee beyond it (decision change AE).
 With no knee found yet, how far past the highest load seen to hold it plans depends on the whole SLO's
 error budget over hours (autoscaler/core/slo_budget.py), and no scale-down takes a replica's load further
 than that past it (`untested_floor`): a prior may say fewer replicas would do, the evidence has not.
@@ -95,12 +95,19 @@ class Capacity:
     # The lowest bin over the budget whose misses came in one episode so far (SloCapacity.pending): a second
     # episode makes it the knee (decision change AD); None: none.
     slo_pending: float | None = None
+    # What lifts the prior's share: `engine_knee`, or the fits' reach when they put the knee past it
+    # (EngineKnee.lift, decision change AE); None: no fit.
+    engine_lift: float | None = None
 
     def explain(self) -> dict[str, float]:
         # miss_fleet: the mean ready replicas of the windows that missed, whose spare `spread_knee` keeps.
         # *_refused: 1 when that knee lies under FOUND_UNDER_ENGINE of the engine's and the plan ignores it.
-        known = (("engine_knee", self.engine_knee), ("slo_knee", self.slo_knee), ("slo_trend", self.slo_trend),
-                 ("slo_knee_pending", self.slo_pending), ("miss_fleet", self.slo.miss_fleet()))
+        # engine_knee_at_reach: the fits put the knee past their reach, and the prior's share is lifted as if it
+        # lay there (decision change AE).
+        at_reach = self.engine_lift if self.engine_knee is None else None
+        known = (("engine_knee", self.engine_knee), ("engine_knee_at_reach", at_reach), ("slo_knee", self.slo_knee),
+                 ("slo_trend", self.slo_trend), ("slo_knee_pending", self.slo_pending),
+                 ("miss_fleet", self.slo.miss_fleet()))
         refused = (("slo_knee_refused", self.slo_knee), ("slo_trend_refused", self.slo_trend))
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
                 "capacity_explore": round(self.explore, 4), **{k: round(v, 4) for k, v in known if v is not None},
@@ -199,12 +206,13 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         engine = engine.observe(served / ready, running / ready if running is not None else None,
                                 latency_ratio(policy, signals), kv)
     knee = engine.knee(cap.max_concurrency) if cap.learn else None
+    lift = engine.lift(cap.max_concurrency) if cap.learn else None
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
     over, held, trend = slo.limits(policy.slo.quantile)
     if cap.learn:
         fleet = slo.miss_fleet()
-        factor = plan_at(planned_knee(over, fleet, knee, offered, explore), held, lifted_share(knee),
+        factor = plan_at(planned_knee(over, fleet, knee, offered, explore), held, lifted_share(lift),
                          learned_floor(cap, throughput), cap.learn_max_factor, explore,
                          planned_knee(trend, fleet, knee, offered, explore))
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:
@@ -227,7 +235,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond, engine, knee, over, trend, slo.pending(policy.slo.quantile))
+                    untested, beyond, engine, knee, over, trend, slo.pending(policy.slo.quantile), lift)
 
 
 def settled_knee(engine_knee: float | None) -> float | None:
@@ -238,7 +246,11 @@ def settled_knee(engine_knee: float | None) -> float | None:
 
 def lifted_share(knee: float | None) -> float:
     """The capacity at the SLO planned before any knee is found, as a factor of the prior: the prior's share,
-    or ENGINE_KNEE_LIFT past the engine's knee when that is higher (decision changes V and W)."""
+    or ENGINE_KNEE_LIFT past the engine's knee when that is higher (decision changes V and W). `knee` is
+    `EngineKnee.lift`: past the fits' reach, the reach (decision change AE). A knee the misses found is
+    explored, spread and refused only against one within the reach (`planned_knee`): read at the reach there,
+    a replay with every prior ×1.3 explored a trend of misses past the replica's knee in its first hour and
+    paid 15% more for the day it learned from that (docs/benchmarks.md, "Decision change AE")."""
     settled = settled_knee(knee)
     return PRIOR_SLO_SHARE if settled is None else max(PRIOR_SLO_SHARE, settled)
 

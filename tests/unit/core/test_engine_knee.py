@@ -107,34 +107,42 @@ def test_latency_over_the_slo_at_the_lowest_load_is_prefill_not_load() -> None:
     assert e.knee(None) == pytest.approx(CAPACITY, rel=1e-6)
 
 
-def test_a_knee_past_the_reach_is_read_at_the_reach() -> None:
+def test_a_knee_past_the_reach_is_no_knee_but_lifts_at_the_reach() -> None:
     far = 0.05 * REACH * 1.5  # saturating well past REACH × the highest load seen
     e = EngineKnee()
     for _ in range(int(MIN_WINDOWS)):
         for load in (0.03, 0.04, 0.05):
             e = e.observe(load, C * _mid(load) / (far - _mid(load)), None, None)
-    # Read at the furthest the fits are trusted: REACH past the highest bin that spoke (decision change AE).
-    assert e.knee(None) == pytest.approx(REACH * _mid(0.05), rel=1e-9)
+    assert e.knee(None) is None
+    # For the prior's lift it is read at the reach: REACH past the highest bin that spoke (decision change AE).
+    assert e.lift(None) == pytest.approx(REACH * _mid(0.05), rel=1e-9)
     # One window at a far higher load has not spoken: it does not stretch the reach.
-    assert e.observe(0.2, 1000.0, None, None).knee(None) == pytest.approx(REACH * _mid(0.05), rel=1e-9)
+    assert e.observe(0.2, 1000.0, None, None).knee(None) is None
+    assert e.observe(0.2, 1000.0, None, None).lift(None) == pytest.approx(REACH * _mid(0.05), rel=1e-9)
     near = EngineKnee()
     for _ in range(int(MIN_WINDOWS)):
         for load in (0.03, 0.04, 0.05):
             near = near.observe(load, C * _mid(load) / (0.07 - _mid(load)), None, None)
-    assert near.knee(None) == pytest.approx(0.07, rel=1e-6)
+    assert near.knee(None) == pytest.approx(0.07, rel=1e-6) == near.lift(None)
 
 
-def test_an_understated_prior_is_lifted_by_a_knee_past_the_reach() -> None:
+def test_an_understated_prior_is_lifted_by_a_knee_past_the_reach_and_a_found_knee_is_not_explored_to_it() -> None:
     # A prior 30% low: the plan keeps loads near 0.5-0.62 of it while the replica saturates at 2.0. The fits
     # put the knee past 1.5× those loads; read at that reach it still lifts the plan past the prior's share.
     e = EngineKnee()
     for _ in range(int(MIN_WINDOWS)):
         for load in (0.5, 0.56, 0.62):
             e = e.observe(load, C * _mid(load) / (2.0 - _mid(load)), None, None)
-    k = e.knee(None)
-    assert k == pytest.approx(REACH * _mid(0.62), rel=1e-9)
-    assert lifted_share(k) == pytest.approx(ENGINE_KNEE_LIFT * REACH * _mid(0.62), rel=1e-9)
-    assert lifted_share(k) > PRIOR_SLO_SHARE
+    reach = REACH * _mid(0.62)
+    assert e.knee(None) is None and e.lift(None) == pytest.approx(reach, rel=1e-9)
+    assert lifted_share(e.lift(None)) == pytest.approx(ENGINE_KNEE_LIFT * reach, rel=1e-9)
+    assert lifted_share(e.lift(None)) > PRIOR_SLO_SHARE
+    # The capacity stage plans there, says why, and explores no knee of the misses towards the reach.
+    cp = _stage(e)
+    assert cp.engine_knee is None and cp.engine_lift == pytest.approx(reach, rel=1e-9)
+    assert cp.factor == pytest.approx(ENGINE_KNEE_LIFT * reach, rel=1e-6)
+    assert cp.explain()["engine_knee_at_reach"] == pytest.approx(reach, abs=1e-4)
+    assert measured_knee(0.5, e.knee(None), EXPLORE) == 0.5
 
 
 def test_absurd_windows_are_ignored() -> None:
@@ -156,10 +164,13 @@ def test_any_windows_give_no_knee_or_a_finite_one_within_reach_and_survive_json(
     for _ in range(int(MIN_WINDOWS)):
         for load, n, lat, kv in windows:
             e = e.observe(load, n, lat, kv)
-    k = e.knee(None)
+    k, lift = e.knee(None), e.lift(None)
     if k is not None:
         top = max(LOW * RATIO ** (b[0] + 0.5) for b in e.bins if max(b[1], b[3]) >= MIN_WINDOWS)
         assert math.isfinite(k) and LOW <= k <= REACH * top
+    # The lift is the knee where there is one, else at most the reach (never past it, never under LOW).
+    assert lift == k if k is not None else lift is None or LOW <= lift <= REACH * max(
+        LOW * RATIO ** (b[0] + 0.5) for b in e.bins if max(b[1], b[3]) >= MIN_WINDOWS)
     back = EngineKnee.from_dict(json.loads(json.dumps(e.to_dict())))
     assert [b[0] for b in back.bins] == [b[0] for b in e.bins]
     kb = back.knee(None)

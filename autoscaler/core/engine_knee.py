@@ -25,8 +25,9 @@ A fit is trusted only up to REACH past the highest bin that spoke: a knee it put
 (`knee`), and a knee the misses found is explored, spread or refused only against a knee within the reach.
 To lift the prior's share it is read at the reach (`lift`, decision change AE): read as none, it left an
 understated prior where it was. On servegen-large-cold with every prior ×0.7 the fits put the knee past
-1.5× the loads the prior's plan kept all day, and the plan stayed at the prior's share (0.8) where the knee
-read at its reach (0.90-0.96 of that prior) lifts it to 0.86-1.07.
+1.5× the loads the prior's plan kept all day, and the plan stayed at the prior's share (0.8). Read at the
+reach from minute 45 (0.63, rising to 0.92 as the lifted plan's loads spoke), it lifts the plan; from
+minute 90 the fits place the knee within their reach (0.84-0.99) and the plan runs at 0.86-1.10.
 
 How the plan uses it (stages/capacity.py, decision changes V and W in docs/benchmarks.md): 15% past the
 knee (where the learner settles when the prior is right) lifts the prior's share of the SLO when higher,

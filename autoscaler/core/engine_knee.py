@@ -108,15 +108,21 @@ class EngineKnee:
     def knee(self, max_concurrency: int | None) -> float | None:
         """The load per replica at which the SLO would stop holding, or None (too little evidence, or past the
         reach)."""
-        fit = _knee(self.bins, self.kv_windows, self.kv_sum, max_concurrency)
-        return fit[0] if fit is not None and fit[0] <= fit[1] else None
+        return self.readings(max_concurrency)[0]
 
     def lift(self, max_concurrency: int | None) -> float | None:
         """`knee`, or the reach when the fits put the knee past it: the furthest they are trusted, which is
         how far an understated prior may be lifted by them (stages/capacity.lifted_share). Not a bound the
         evidence proves: early in a day a few bins can put it above where more bins later put the knee."""
+        return self.readings(max_concurrency)[1]
+
+    def readings(self, max_concurrency: int | None) -> tuple[float | None, float | None]:
+        """(`knee`, `lift`) from one fit: the capacity stage reads both every tick."""
         fit = _knee(self.bins, self.kv_windows, self.kv_sum, max_concurrency)
-        return None if fit is None else min(fit)
+        if fit is None:
+            return None, None
+        k, reach = fit
+        return (k if k <= reach else None), min(k, reach)
 
     def to_dict(self) -> dict[str, object]:
         # The sums of 1/n and n/KV are kept to 7 significant digits, not decimal places: a batch of thousands

@@ -205,8 +205,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         slo = slo.observe(served / ready, requests, missed, ready, now)
         engine = engine.observe(served / ready, running / ready if running is not None else None,
                                 latency_ratio(policy, signals), kv)
-    knee = engine.knee(cap.max_concurrency) if cap.learn else None
-    lift = engine.lift(cap.max_concurrency) if cap.learn else None
+    knee, lift = engine.readings(cap.max_concurrency) if cap.learn else (None, None)
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
     over, held, trend = slo.limits(policy.slo.quantile)

@@ -9,6 +9,7 @@ ServeGen scenario) reach 99%, and what they cost against the version before. The
     python benchmarks/replay_set.py compare K.json L.json          # per group: at 99% K → L, GPU-h L ÷ K
     python benchmarks/replay_set.py run DIR --json F.json --set forecast.enabled=false   # one field changed
     python benchmarks/replay_set.py table K.json "forecast off=F.json" … [--shipped]   # a row per file
+    python benchmarks/replay_set.py noise K.json N1.json N2.json [--readme README.md]   # K's own noise floor
 
 `run` replays ours as shipped (the bench's `ours default` job, quick traces; no baseline is searched) on
 the shipped scenarios that have variants in DIR and on every variant, and writes attainment and GPU-hours
@@ -19,6 +20,13 @@ policy run is written beside the JSON (`F.policy.yaml`). `table` prints one row 
 group, the replays at 99%, the total GPU-hours ÷ the first file's, and the mean attainment (docs/benchmarks.md,
 "Tried after T"); with `--shipped`, also each scenario's shipped seed (the bench's own cell). Two runs of
 the same code give the same file: a difference is the change's.
+
+A difference is not always a change's *effect*, though. `noise` compares runs of the same code whose priors
+differ by a hundredth of a percent (`run --priors-scale 1.0001`, `0.9999`) with the run at 1: no physical
+difference at all, so whatever moves there is how far the learner's path turns on nothing. It prints one row
+per file: the replays that moved, how many by more than NOISE_SHARE of their GPU-hours, the range of the
+GPU-hours ratios, the replays at 99% and the total GPU-hours ratio; `--readme` writes its one-sentence summary
+between the README's `noise` markers (docs/benchmarks.md, "The replay set's noise floor").
 """
 
 from __future__ import annotations
@@ -34,11 +42,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
-from benchmarks.seed_variants import write, write_days
+from benchmarks.seed_variants import write, write_days, write_readme
 from simulations.bench import TARGET
 from simulations.scenario import bench_scenario_names
 
 OFFSETS = [100, 200, 300, 400, 500]
+NOISE_SHARE = 0.01  # a replay moved "by more than noise" once its GPU-hours moved by more than this share
 DAYS = list(range(2, 15))
 
 
@@ -207,6 +216,58 @@ def with_settings(policy_file: str, settings: list[str], dest: Path) -> str:
     return str(dest)
 
 
+def moved(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, str], tuple[float, float]]
+          ) -> list[tuple[str, str]]:
+    """The replays both files hold whose attainment or GPU-hours differ (in the bench order, draws before days)."""
+    keys = [k for k in a if k in b and (a[k] != b[k])]
+    order = {n: i for i, n in enumerate(bench_order({n for n, _ in keys}))}
+    return sorted(keys, key=lambda k: (order[k[0]], suffix_order(k[1]) if k[1] else (-1, 0)))
+
+
+def noise(base: dict[tuple[str, str], tuple[float, float]],
+          runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) -> tuple[list[str], str]:
+    """(table, summary): per (label, run) of the same code as `base` with the priors a hair apart, over the
+    replays both hold: how many moved, how many by more than NOISE_SHARE of their GPU-hours, the range of
+    the GPU-hours ratios run ÷ base, the replays at 99% in each, the ones that crossed it, the total ratio."""
+    lines = ["| run | replays moved | by > 1% of GPU-h | GPU-h ratio range | at 99% | crossed 99% "
+             "| GPU-h total ratio |", "|---|---|---|---|---|---|---|"]
+    n_moved, n_big, lo, hi, lost, crossings = [], [], 1.0, 1.0, [], []
+    for label, b in runs:
+        both = [k for k in base if k in b]
+        if not both:
+            raise ValueError(f"{label}: shares no replay with the base run; run both over the same DIR")
+        keys = moved(base, b)
+        ratios = [b[k][1] / base[k][1] for k in keys if base[k][1] > 0]
+        big = [r for r in ratios if abs(r - 1.0) > NOISE_SHARE]
+        crossed = [k for k in keys if (base[k][0] >= TARGET) != (b[k][0] >= TARGET)]
+        at_a = sum(base[k][0] >= TARGET for k in both)
+        at_b = sum(b[k][0] >= TARGET for k in both)
+        total = sum(b[k][1] for k in both) / max(1e-12, sum(base[k][1] for k in both))
+        spread = f"{min(ratios):.3f}–{max(ratios):.3f}" if ratios else "–"
+        named = "; ".join(f"{k[0]} {_label(k)} {_pct(base[k][0])} → {_pct(b[k][0])}" for k in crossed) or "–"
+        lines.append(f"| {label} | {len(keys)} of {len(both)} | {len(big)} | {spread} | {at_a} → {at_b} | {named} "
+                     f"| {total:.4f} |")
+        n_moved.append(len(keys))
+        n_big.append(len(big))
+        lo, hi = min([lo, *ratios]), max([hi, *ratios])
+        lost.append(at_a - at_b)
+        crossings += [f"{k[0]} {_label(k)} {_pct(base[k][0])} → {_pct(b[k][0])}" for k in crossed]
+    runs_said = f"{len(runs)} run{'s' if len(runs) > 1 else ''}"
+    summary = (f"The same code with every prior moved by a hundredth of a percent (`replay_set.py noise`, "
+               f"{runs_said} against the run at the priors unmoved) moves {_span(n_moved)} of the "
+               f"{len(base)} replays, {_span(n_big)} of them by more than {NOISE_SHARE:.0%} of their GPU-hours "
+               f"(ratios {lo:.2f}–{hi:.2f}), and changes the count at 99% by up to {max(map(abs, lost))}"
+               + (f" ({'; '.join(crossings)})" if crossings else "")
+               + ": a difference that size between two versions of the decision is the learner's path, not the "
+               "change. See \"The replay set's noise floor\" in [`docs/benchmarks.md`](docs/benchmarks.md).")
+    return lines, summary
+
+
+def _span(xs: list[int]) -> str:
+    """'3' or '3–5': the least and the most of `xs`."""
+    return f"{min(xs)}" if min(xs) == max(xs) else f"{min(xs)}–{max(xs)}"
+
+
 def _means(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, str], tuple[float, float]],
            keys: list[tuple[str, str]]) -> str:
     """'mean attainment a → b | total GPU-hours b ÷ a' over `keys`."""
@@ -248,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     t = sub.add_parser("table", help="one row per `run --json` file against the first, per scenario group")
     t.add_argument("files", nargs="+", metavar="[LABEL=]FILE")
     t.add_argument("--shipped", action="store_true", help="also each scenario's shipped seed, run by run")
+    n = sub.add_parser("noise", help="runs of the same code with the priors a hair apart, against the base run")
+    n.add_argument("base")
+    n.add_argument("files", nargs="+", metavar="[LABEL=]FILE")
+    n.add_argument("--readme", type=Path, help="also write the summary into this README between the noise markers")
     a = ap.parse_args(argv)
     if a.cmd == "write":
         for p in [*write(a.dir, OFFSETS), *write_days(a.dir, DAYS)]:
@@ -272,10 +337,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{reached} of {len(result['replays'])} replays reach 99%; written to {a.json}")
         return 0
     try:
-        if a.cmd == "table":
+        if a.cmd in ("table", "noise"):
             # LABEL may hold "=" (a --set it names): the file is after the last one
             labelled = [f.rpartition("=")[::2] if "=" in f else (Path(f).stem, f) for f in a.files]
             runs = [(label, load(f)) for label, f in labelled]
+        if a.cmd == "noise":
+            lines, summary = noise(load(a.base), runs)
+            print("\n".join(lines) + "\n\n" + summary)
+            if a.readme is not None:
+                write_readme(a.readme, summary, "noise")
+        elif a.cmd == "table":
             print("\n".join(table(runs)))
             if a.shipped:
                 print("\n" + "\n".join(shipped_table(runs)))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.replay_set import cells, compare, load, main, table, with_settings
+from benchmarks.replay_set import cells, compare, load, main, noise, table, with_settings
 from benchmarks.seed_variants import write, write_days
 
 
@@ -208,3 +208,37 @@ def test_with_settings_refuses_a_policy_file_that_is_not_one_document(body: str,
     with pytest.raises(ValueError, match=r"p\.yaml: not one") as e:
         with_settings(str(src), ["forecast.enabled=false"], tmp_path / "out.yaml")
     assert "\n" not in str(e.value) and not (tmp_path / "out.yaml").exists()
+
+
+def test_noise_counts_what_moved_by_how_much_and_what_crossed_99_against_the_base() -> None:
+    near = {**A, ("azure-conv", "s1"): (0.992, 4.2),  # +5%: moved by more than 1%
+            ("servegen-mid", ""): (0.999, 100.5),  # +0.5%: moved, within 1%
+            ("servegen-mid", "d2"): (0.989, 200.0)}  # crossed 99% at the same cost
+    lines, summary = noise(A, [("×1.0001", near), ("same", dict(A))])
+    assert lines[0].startswith("| run | replays moved | by > 1% of GPU-h | GPU-h ratio range | at 99%")
+    assert lines[2] == ("| ×1.0001 | 3 of 5 | 1 | 1.000–1.050 | 4 → 3 | servegen-mid day 2 99.10% → 98.90% | "
+                        f"{(5 + 4.2 + 4.4 + 100.5 + 200) / 313.4:.4f} |")
+    assert lines[3] == "| same | 0 of 5 | 0 | – | 4 → 4 | – | 1.0000 |"
+    assert "2 runs against the run at the priors unmoved) moves 0–3 of the 5 replays, 0–1 of them" in summary
+    assert "(ratios 1.00–1.05)" in summary and "by up to 1 (servegen-mid day 2 99.10% → 98.90%)" in summary
+
+
+def test_noise_command_writes_its_summary_between_the_readme_markers(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    def save(name: str, replays: dict[tuple[str, str], tuple[float, float]]) -> str:
+        p = tmp_path / name
+        p.write_text(json.dumps({"replays": [{"scenario": n, "variant": v, "attainment": a, "gpu_hours": g}
+                                             for (n, v), (a, g) in replays.items()]}), encoding="utf-8")
+        return str(p)
+    base, near = save("base.json", A), save("near.json", {**A, ("azure-conv", ""): (0.995, 5.5)})
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- noise:start -->\nold\n<!-- noise:end -->\nrest\n", encoding="utf-8")
+    assert main(["noise", base, f"x1.0001={near}", "--readme", str(readme)]) == 0
+    out = capsys.readouterr().out
+    assert "| x1.0001 | 1 of 5 | 1 | 1.100–1.100 | 4 → 4 | – |" in out
+    text = readme.read_text(encoding="utf-8")
+    assert "old" not in text and "moves 1 of the 5 replays, 1 of them by more than 1%" in text
+    assert text.startswith("intro\n<!-- noise:start -->\n") and text.endswith("<!-- noise:end -->\nrest\n")
+    readme.write_text("no markers\n", encoding="utf-8")
+    assert main(["noise", base, near, "--readme", str(readme)]) == 2
+    assert "add the lines <!-- noise:start -->" in capsys.readouterr().err

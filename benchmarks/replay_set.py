@@ -216,14 +216,6 @@ def with_settings(policy_file: str, settings: list[str], dest: Path) -> str:
     return str(dest)
 
 
-def moved(a: dict[tuple[str, str], tuple[float, float]], b: dict[tuple[str, str], tuple[float, float]]
-          ) -> list[tuple[str, str]]:
-    """The replays both files hold whose attainment or GPU-hours differ (in the bench order, draws before days)."""
-    keys = [k for k in a if k in b and (a[k] != b[k])]
-    order = {n: i for i, n in enumerate(bench_order({n for n, _ in keys}))}
-    return sorted(keys, key=lambda k: (order[k[0]], suffix_order(k[1]) if k[1] else (-1, 0)))
-
-
 def noise(base: dict[tuple[str, str], tuple[float, float]],
           runs: list[tuple[str, dict[tuple[str, str], tuple[float, float]]]]) -> tuple[list[str], str]:
     """(table, summary): per (label, run) of the same code as `base` with the priors a hair apart, over the
@@ -236,22 +228,22 @@ def noise(base: dict[tuple[str, str], tuple[float, float]],
         both = [k for k in base if k in b]
         if not both:
             raise ValueError(f"{label}: shares no replay with the base run; run both over the same DIR")
-        keys = moved(base, b)
+        keys = [k for k in both if base[k] != b[k]]  # the replays that moved, in the run's own order
         ratios = [b[k][1] / base[k][1] for k in keys if base[k][1] > 0]
         big = [r for r in ratios if abs(r - 1.0) > NOISE_SHARE]
-        crossed = [k for k in keys if (base[k][0] >= TARGET) != (b[k][0] >= TARGET)]
+        crossed = [f"{k[0]} {_label(k)} {_pct(base[k][0])} → {_pct(b[k][0])}" for k in keys
+                   if (base[k][0] >= TARGET) != (b[k][0] >= TARGET)]
         at_a = sum(base[k][0] >= TARGET for k in both)
         at_b = sum(b[k][0] >= TARGET for k in both)
         total = sum(b[k][1] for k in both) / max(1e-12, sum(base[k][1] for k in both))
         spread = f"{min(ratios):.3f}–{max(ratios):.3f}" if ratios else "–"
-        named = "; ".join(f"{k[0]} {_label(k)} {_pct(base[k][0])} → {_pct(b[k][0])}" for k in crossed) or "–"
-        lines.append(f"| {label} | {len(keys)} of {len(both)} | {len(big)} | {spread} | {at_a} → {at_b} | {named} "
-                     f"| {total:.4f} |")
+        lines.append(f"| {label} | {len(keys)} of {len(both)} | {len(big)} | {spread} | {at_a} → {at_b} | "
+                     f"{'; '.join(crossed) or '–'} | {total:.4f} |")
         n_moved.append(len(keys))
         n_big.append(len(big))
         lo, hi = min([lo, *ratios]), max([hi, *ratios])
         lost.append(at_a - at_b)
-        crossings += [f"{k[0]} {_label(k)} {_pct(base[k][0])} → {_pct(b[k][0])}" for k in crossed]
+        crossings += crossed
     runs_said = f"{len(runs)} run{'s' if len(runs) > 1 else ''}"
     summary = (f"The same code with every prior moved by a hundredth of a percent (`replay_set.py noise`, "
                f"{runs_said} against the run at the priors unmoved) moves {_span(n_moved)} of the "

@@ -59,6 +59,11 @@ MARK_START = "<!-- bench:decision-quality:start -->"
 MARK_END = "<!-- bench:decision-quality:end -->"
 
 
+def priors_key(scale: float) -> str:
+    """How a headline row's `priors` names the run at this scale ("0.7", "1.0001")."""
+    return f"{scale:g}"
+
+
 class JobError(Exception):
     """A job that failed, as one line (and the worker's traceback for --verbose). Pickles: plain args."""
 
@@ -312,13 +317,13 @@ def headline(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if st is not None and st["reached"] and (orc is None or not orc["reached"]
                                                  or st["gpu_hours"] < orc["gpu_hours"]):
             fams["oracle"] = {**st, "setting": f"constant plan ({st['setting']})"}
-        priors = {f"{r['priors_scale']:g}": _summary(r) for r in recs
+        priors = {priors_key(r["priors_scale"]): _summary(r) for r in recs
                   if r["kind"] == "default" and r["priors_scale"] != 1}
         reached = [(f, v) for f, v in fams.items() if f in BASELINES and v is not None and v["reached"]]
         best_base = min(reached, key=lambda fv: fv[1]["gpu_hours"]) if reached else None
         ours, oracle = fams["ours"], fams["oracle"]
         # The nudged runs whose verdict (99% reached or not) differs from the shipped run's.
-        fragile = [k for k in (f"{n:g}" for n in NUDGES)
+        fragile = [k for k in map(priors_key, NUDGES)
                    if k in priors and ours is not None and priors[k]["reached"] != ours["reached"]]
         row: dict[str, Any] = {"scenario": name, "families": fams, "priors": priors, "fragile": fragile,
                                "best_baseline": best_base[0] if best_base else None,

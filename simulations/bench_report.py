@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from simulations.bench import BASELINES, NUDGES, OFF_PRIORS, TARGET, machine
+from simulations.bench import BASELINES, NUDGES, OFF_PRIORS, TARGET, machine, priors_key
 from simulations.fidelity import FLUID_AGREES_ON_SIGNAL
 from simulations.report import strict_json, write_json
 from simulations.search import fmt
@@ -215,8 +215,8 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
     if exact:
         lines += ["", f"Static fleets are exact in {len(exact)} of {len(table)} scenarios: one replica fewer "
                   "was replayed and misses 99%."]
-    down, up = (f"{k:g}" for k in OFF_PRIORS)
-    near = [f"{k:g}" for k in NUDGES]
+    down, up = map(priors_key, OFF_PRIORS)
+    near = [priors_key(k) for k in NUDGES]
     lines += ["", "Ours with every prior (capacity and cold-start medians) off by ±30%, nudged by ±0.01% (physically "
               "nothing: where a nudge changes the verdict the verdict is one path of the learner's, marked \"not "
               "robust\" above; docs/benchmarks.md, \"The replay set's noise floor\"), and ours with its "

@@ -191,7 +191,9 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     steady = not replicas.starting and ready >= replicas.desired > 0
     steady_since = _since(steady and (previous_steady_since is not None or not saturated), previous_steady_since,
                           now)
-    settled_since = _since(not replicas.starting and ready >= replicas.desired and waiting < 1.0,
+    # Settled: nothing starting and no real queue (a handful waiting is vLLM at any load; counted across the
+    # fleet, some request waits at nearly every scrape, so "none waiting" never held: decision change AF).
+    settled_since = _since(not replicas.starting and ready >= replicas.desired and not real_queue(waiting, ready),
                            previous_settled_since, now)
     attained = slo_attainment(policy, signals, stale)
     # A tick with stale metrics judges nothing; a long gap between ticks fades as if it had judged nothing.

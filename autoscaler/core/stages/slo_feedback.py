@@ -91,14 +91,14 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
                 coverable: bool = True) -> float:
     """The SLO-feedback factor on the load each replica is planned for (see SLOFeedbackSpec).
 
-    Misses while the fleet has been settled for a while (nothing starting, no queue left from a
-    scale-up) raise it with the shortfall, up to ×1.65 a minute at a full miss; misses while it is not
-    settled raise it at a tenth of that pace, and only while the hours' error budget burns at twice its
-    rate or more (`burn`: SloBudget.burn, None while too few requests were judged). Misses while not settled
-    in an episode that went past the factor's reach (`coverable` False) leave it as it is. A window that used
-    at most a tenth of the error budget lowers it with e-folding time `relaxSeconds`, once the hours'
-    budget burns at under half its rate and only while the fleet carries its plan (`at_plan`: a fleet
-    held above it, as after a peak, has a margin the plan did not make). In between it holds."""
+    Misses while the fleet has been settled for a while (nothing starting, no real queue: a handful waiting is
+    vLLM at any load, `Capacity.settled_since`) raise it with the shortfall, up to ×1.65 a minute at a full
+    miss; misses while it is not settled raise it at a tenth of that pace, and only while the hours' error
+    budget burns at twice its rate or more (`burn`: SloBudget.burn, None while too few requests were judged).
+    Misses while not settled in an episode that went past the factor's reach (`coverable` False) leave it as it
+    is. A window that used at most a tenth of the error budget lowers it with e-folding time `relaxSeconds`,
+    once the hours' budget burns at under half its rate and only while the fleet carries its plan (`at_plan`: a
+    fleet held above it, as after a peak, has a margin the plan did not make). In between it holds."""
     spec = policy.capacity.slo_feedback
     if not spec.enabled:
         return 1.0

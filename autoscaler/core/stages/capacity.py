@@ -176,8 +176,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     cap = policy.capacity
     stale = policy.metrics.staleness_seconds
     ready = replicas.ready
-    queue = real_queue(waiting, ready)
-    saturated = queue or (kv is not None and kv >= SATURATED_KV)
+    saturated = real_queue(waiting, ready) or (kv is not None and kv >= SATURATED_KV)
     # Throughput equals capacity only under a queue that makes requests wait for capacity: one holding at
     # least the SLO's queue budget of the fleet's service, and standing through the whole window the service
     # was read over (`queue_stood`, stages/demand.py). A long `waiting` count alone is no such queue (vLLM
@@ -192,9 +191,10 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     steady = not replicas.starting and ready >= replicas.desired > 0
     steady_since = _since(steady and (previous_steady_since is not None or not saturated), previous_steady_since,
                           now)
-    # Settled: nothing starting and no real queue (a handful waiting is vLLM at any load; counted across the
-    # fleet, some request waits at nearly every scrape, so "none waiting" never held: decision change AF).
-    settled_since = _since(not replicas.starting and ready >= replicas.desired and not queue,
+    # Settled: nothing starting and no request waiting. Summed over a loaded fleet some request waits at nearly
+    # every scrape, so this seldom holds (the SLO feedback's full-pace response seldom runs, an episode past its
+    # reach seldom ends); "no real queue" instead was measured and not kept (docs/benchmarks.md, "Tried after AE").
+    settled_since = _since(not replicas.starting and ready >= replicas.desired and waiting < 1.0,
                            previous_settled_since, now)
     attained = slo_attainment(policy, signals, stale)
     # A tick with stale metrics judges nothing; a long gap between ticks fades as if it had judged nothing.

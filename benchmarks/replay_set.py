@@ -221,7 +221,7 @@ def noise(base: dict[tuple[str, str], tuple[float, float]],
     """(table, summary): per (label, run) of the same code as `base` with the priors a hair apart, over the
     replays both hold: how many moved, how many by more than NOISE_SHARE of their GPU-hours, the range of
     the GPU-hours ratios run ÷ base, the replays at 99% in each, the ones that crossed it, the total ratio."""
-    lines = ["| run | replays moved | by > 1% of GPU-h | GPU-h ratio range | at 99% | crossed 99% "
+    lines = [f"| run | replays moved | by > {NOISE_SHARE:.0%} of GPU-h | GPU-h ratio range | at 99% | crossed 99% "
              "| GPU-h total ratio |", "|---|---|---|---|---|---|---|"]
     n_moved, n_big, lo, hi, lost, crossings = [], [], 1.0, 1.0, [], []
     for label, b in runs:

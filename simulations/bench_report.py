@@ -105,13 +105,12 @@ def display(family: str) -> str:
     return "ours (tuned)" if family == "ours_tuned" else family
 
 
-def _cell(f: dict[str, Any] | None, setting: bool = True) -> str:
+def _cell(f: dict[str, Any] | None, setting: bool = True, decimals: int = 1) -> str:
+    """A run's cell: its GPU-hours, or ✗ and its attainment to `decimals` places; with its setting if asked."""
     if f is None:
         return "–"
-    if f["reached"]:
-        s = f"{f['gpu_hours']:.2f}"
-        return s + (f" ({f['setting']})" if setting and f["setting"] else "")
-    return f"✗ {100 * f['attainment']:.1f}%" + (f" ({f['setting']})" if setting and f["setting"] else "")
+    said = f"{f['gpu_hours']:.2f}" if f["reached"] else f"✗ {100 * f['attainment']:.{decimals}f}%"
+    return said + (f" ({f['setting']})" if setting and f["setting"] else "")
 
 
 def with_infeasible_share(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -151,9 +150,7 @@ def verdict(row: dict[str, Any]) -> str:
 
 def nudged(f: dict[str, Any] | None) -> str:
     """A nudged run's cell: its GPU-hours, or ✗ and its attainment to two decimals (one would read 99.0%)."""
-    if f is None:
-        return "–"
-    return f"{f['gpu_hours']:.2f}" if f["reached"] else f"✗ {100 * f['attainment']:.2f}%"
+    return _cell(f, False, decimals=2)
 
 
 def fragile(row: dict[str, Any]) -> str:

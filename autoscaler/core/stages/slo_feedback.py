@@ -91,8 +91,8 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
                 coverable: bool = True) -> float:
     """The SLO-feedback factor on the load each replica is planned for (see SLOFeedbackSpec).
 
-    Misses while the fleet has been settled for a while (nothing starting, no queue left from a scale-up; on a
-    loaded fleet seldom: `Capacity.settled_since`) raise it with the shortfall, up to ×1.65 a minute at a full
+    Misses while the fleet has been settled for a while (nothing starting, no request waiting: on a loaded
+    fleet seldom, `Capacity.settled_since`) raise it with the shortfall, up to ×1.65 a minute at a full
     miss; misses while it is not settled raise it at a tenth of that pace, and only while the hours' error
     budget burns at twice its rate or more (`burn`: SloBudget.burn, None while too few requests were judged).
     Misses while not settled in an episode that went past the factor's reach (`coverable` False) leave it as it

@@ -12,7 +12,11 @@ error budget 1 − quantile (its burn: 1 = on budget).
 - over budget: plan EXPLORE below it.
 The knee, once found, still wins: this only changes how far past the evidence the plan may go.
 The same burn gates the SLO feedback's response to misses while replicas start (stages/slo_feedback.py):
-they raise the load factor only while it is at 2 or more, and the factor relaxes only under 1.
+they raise the load factor only while it is at 2 or more, and the factor relaxes only under half. The
+headroom they bought (a factor over 1) is let go once the burning has stopped: the same counts are also kept
+faded RECENT_SHARE as long (`recent_burn`), as the multiwindow burn-rate alerts of the Google SRE Workbook
+pair a long window with one a twelfth of it so that an alert ends soon after its burn does (docs/benchmarks.md,
+decision change AG).
 """
 
 from __future__ import annotations
@@ -25,12 +29,16 @@ from autoscaler.core.numbers import finite_number
 HALF_LIFE_SECONDS = 2 * 3600.0
 MIN_JUDGED = 2000.0  # requests before the burn speaks: a 1% budget is then 20 misses
 MAX_JUDGED = 1e12  # bounds a restored state
+# The recent counts fade this share of the half-life (10 minutes) and speak after this share of MIN_JUDGED.
+RECENT_SHARE = 1.0 / 12.0
 
 
 @dataclass(frozen=True, slots=True)
 class SloBudget:
     judged: float = 0.0  # requests judged, faded
     missed: float = 0.0  # of those, the ones that missed the SLO, faded
+    recent_judged: float = 0.0  # the same, faded RECENT_SHARE as long
+    recent_missed: float = 0.0
 
     def observe(self, attained: float | None, requests: float, seconds: float, window_seconds: float) -> SloBudget:
         """After `seconds` more: fade, then add the share of the window's requests those seconds cover
@@ -38,19 +46,25 @@ class SloBudget:
         None when the window was not judged)."""
         if not seconds > 0 or not math.isfinite(seconds):
             return self
-        fade = math.exp(-seconds * math.log(2.0) / HALF_LIFE_SECONDS)
-        judged, missed = self.judged * fade, self.missed * fade
+        w = missed = 0.0
         if attained is not None and 0.0 <= attained <= 1.0 and 0 < requests < MAX_JUDGED:
             share = seconds / window_seconds if 0.0 < window_seconds < math.inf else 1.0
             w = min(1.0, share) * requests
-            judged, missed = judged + w, missed + w * (1.0 - attained)
-        return SloBudget(min(judged, MAX_JUDGED), min(missed, MAX_JUDGED))
+            missed = w * (1.0 - attained)
+        fade = math.exp(-seconds * math.log(2.0) / HALF_LIFE_SECONDS)
+        recent = math.exp(-seconds * math.log(2.0) / (HALF_LIFE_SECONDS * RECENT_SHARE))
+        return SloBudget(min(self.judged * fade + w, MAX_JUDGED), min(self.missed * fade + missed, MAX_JUDGED),
+                         min(self.recent_judged * recent + w, MAX_JUDGED),
+                         min(self.recent_missed * recent + missed, MAX_JUDGED))
 
     def burn(self, quantile: float) -> float | None:
         """Missed share over the error budget (1 − quantile); None until MIN_JUDGED requests were judged."""
-        if self.judged < MIN_JUDGED:
-            return None
-        return self.missed / self.judged / max(1e-6, 1.0 - quantile)
+        return _burn(self.judged, self.missed, MIN_JUDGED, quantile)
+
+    def recent_burn(self, quantile: float) -> float | None:
+        """`burn` over the last minutes (RECENT_SHARE of the half-life); None until RECENT_SHARE of
+        MIN_JUDGED requests were judged in them."""
+        return _burn(self.recent_judged, self.recent_missed, MIN_JUDGED * RECENT_SHARE, quantile)
 
     def explore(self, quantile: float, share: float) -> float:
         """How far above the highest load seen to hold capacity may be planned (negative: below it)."""
@@ -60,19 +74,27 @@ class SloBudget:
         return 0.0 if burn <= 1.0 else -share
 
     def to_list(self) -> list[float]:
-        return [round(self.judged, 3), round(self.missed, 3)]
+        return [round(x, 3) for x in (self.judged, self.missed, self.recent_judged, self.recent_missed)]
 
     @staticmethod
     def from_list(v: object) -> SloBudget:
-        """From `to_list()`; raises ValueError naming what is wrong."""
+        """From `to_list()` (or the [judged, missed] an older controller stored: the recent counts then start
+        empty); raises ValueError naming what is wrong."""
         if v is None:
             return SloBudget()
-        if not isinstance(v, list | tuple) or len(v) != 2:
-            raise ValueError("expected [judged, missed]")
+        if not isinstance(v, list | tuple) or len(v) not in (2, 4):
+            raise ValueError("expected [judged, missed, recentJudged, recentMissed]")
         for x in v:
             if not finite_number(x):
                 raise ValueError(f"judged and missed must be finite numbers, got {x!r}")
-        judged, missed = float(v[0]), float(v[1])
-        if not 0 <= missed <= judged <= MAX_JUDGED:
-            raise ValueError(f"need 0 ≤ missed ≤ judged ≤ {MAX_JUDGED:g}, got {list(v)!r}")
-        return SloBudget(judged, missed)
+        counts = [float(x) for x in v]
+        for judged, missed in zip(counts[::2], counts[1::2], strict=True):
+            if not 0 <= missed <= judged <= MAX_JUDGED:
+                raise ValueError(f"need 0 ≤ missed ≤ judged ≤ {MAX_JUDGED:g}, got {list(v)!r}")
+        return SloBudget(*counts)
+
+
+def _burn(judged: float, missed: float, least: float, quantile: float) -> float | None:
+    if judged < least:
+        return None
+    return missed / judged / max(1e-6, 1.0 - quantile)

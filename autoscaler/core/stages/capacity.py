@@ -230,7 +230,7 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
         previous_beyond or not within_headroom(policy, offered, ready, previous_load_factor, factor))
     lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
                      now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile),
-                     at_plan, coverable=not beyond)
+                     at_plan, coverable=not beyond, recent_burn=budget.recent_burn(policy.slo.quantile))
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
         return Capacity(stats, slo, 1.0, 1.0, lf, planned_share(cap, lf), settled_since, steady_since, budget, 0.0,
                         engine=engine)

@@ -18,7 +18,11 @@ SETTLED_SECONDS = 120.0
 # the price of a cold start, a budget burnt by them says the fleet keeps too little headroom for the rises
 # it meets. The factor then relaxes only once the budget is well on track (burn under RELAX_BELOW_BURN):
 # the headroom stays while the hours' misses still say it is needed (docs/benchmarks.md, decision change I),
-# and only on windows that used at most RELAX_MISS_SHARE of the error budget. With misses counted as they
+# and only on windows that used at most RELAX_MISS_SHARE of the error budget. The headroom over the target
+# utilization (a factor over 1) is let go sooner: once the last minutes' burn (SloBudget.recent_burn) is
+# under RELAX_BELOW_BURN too, the burning has stopped, and one episode's misses no longer hold a fleet twice
+# the size for the hours it takes the faded budget to forget them (decision change AG). Planning hotter than
+# the target (a factor under 1) still waits for the hours' budget. With misses counted as they
 # happened (LatencyHistogram.share_within) a window at half the budget is not calm: it is near the knee
 # (decision change L). Nor do misses while starting raise it in an episode whose load went past what its
 # whole range could have covered (`within_headroom`): a step no headroom the factor can buy would have
@@ -86,9 +90,18 @@ def within_headroom(policy: PolicySpec, offered: float, ready: int, h: float, ca
     return offered / ready * h / policy.capacity.slo_feedback.max <= capacity_factor
 
 
+def relax_floor(burn: float | None, recent_burn: float | None) -> float | None:
+    """How low a calm window may relax the load factor: to its minimum while the hours' budget is well on
+    track (or unknown), to 1 (the target utilization, no headroom over it) while only the last minutes' is;
+    None (hold) while both burn."""
+    if burn is None or burn < RELAX_BELOW_BURN:
+        return 0.0
+    return 1.0 if recent_burn is not None and recent_burn < RELAX_BELOW_BURN else None
+
+
 def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last_tick: float,
                 settled_for: float, burn: float | None = None, at_plan: bool = True,
-                coverable: bool = True) -> float:
+                coverable: bool = True, recent_burn: float | None = None) -> float:
     """The SLO-feedback factor on the load each replica is planned for (see SLOFeedbackSpec).
 
     Misses while the fleet has been settled for a while (nothing starting, no request waiting: on a loaded
@@ -98,7 +111,9 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
     Misses while not settled in an episode that went past the factor's reach (`coverable` False) leave it as it
     is. A window that used at most a tenth of the error budget lowers it with e-folding time `relaxSeconds`,
     once the hours' budget burns at under half its rate and only while the fleet carries its plan (`at_plan`: a
-    fleet held above it, as after a peak, has a margin the plan did not make). In between it holds."""
+    fleet held above it, as after a peak, has a margin the plan did not make); down to 1 only, once the last
+    minutes' budget (`recent_burn`: SloBudget.recent_burn) burns at under half its rate (`relax_floor`). In
+    between it holds."""
     spec = policy.capacity.slo_feedback
     if not spec.enabled:
         return 1.0
@@ -111,7 +126,8 @@ def load_factor(policy: PolicySpec, attained: float | None, h: float, since_last
         rate = 1.0 if settled_for >= SETTLED_SECONDS else (
             TRANSIENT_RATE_SHARE if burn is not None and burn >= BURNING and coverable else 0.0)
         h *= math.exp(rate * 0.5 * min(1.0, (target - attained) / budget) * dt / 60.0)
-    elif (attained >= target + (1.0 - RELAX_MISS_SHARE) * budget and at_plan
-          and (burn is None or burn < RELAX_BELOW_BURN)):
-        h *= math.exp(-dt / spec.relax_seconds)
+    elif attained >= target + (1.0 - RELAX_MISS_SHARE) * budget and at_plan:
+        lowest = relax_floor(burn, recent_burn)
+        if lowest is not None and h > lowest:
+            h = max(lowest, h * math.exp(-dt / spec.relax_seconds))
     return min(spec.max, max(spec.min, h))

@@ -32,7 +32,7 @@ from autoscaler.core.stages.rate_limit import scale_down, scale_up
 from autoscaler.core.stages.reactive import reactive, ready_in
 from autoscaler.core.stages.readings import read
 from autoscaler.core.stages.sizing import MAX_REPLICAS, replicas_for
-from autoscaler.core.stages.slo_feedback import load_factor, within_headroom
+from autoscaler.core.stages.slo_feedback import load_factor, relax_floor, within_headroom
 from autoscaler.core.stages.stabilize import since, stabilize
 
 from .helpers import policy, signals
@@ -275,6 +275,22 @@ def test_misses_while_replicas_start_raise_the_load_factor_slowly_only_while_the
     assert 1.0 < starting < settled
     # a tenth of the settled pace: the same exponent, scaled
     assert math.log(starting) == pytest.approx(math.log(settled) / 10)
+
+
+def test_the_headroom_over_the_target_is_let_go_once_the_last_minutes_stop_burning() -> None:
+    pol = policy()
+    hours, calm, burning = 3.0, 0.2, 0.6  # the hours' budget still burns; the last minutes' is calm or not
+    assert relax_floor(None, None) == 0.0 and relax_floor(0.4, burning) == 0.0  # hours on track: all the way
+    assert relax_floor(hours, calm) == 1.0 and relax_floor(hours, None) is None and relax_floor(hours, burning) is None
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=hours, recent_burn=burning) == 2.0  # both burn: hold
+    let_go = load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=hours, recent_burn=calm)
+    assert let_go == pytest.approx(load_factor(pol, 1.0, 2.0, 15.0, 600.0))  # at the usual pace
+    assert 1.0 < let_go < 2.0
+    assert load_factor(pol, 1.0, 1.01, 60.0, 600.0, burn=hours, recent_burn=calm) == 1.0  # no further than 1
+    assert load_factor(pol, 1.0, 1.0, 60.0, 600.0, burn=hours, recent_burn=calm) == 1.0
+    assert load_factor(pol, 1.0, 0.9, 60.0, 600.0, burn=hours, recent_burn=calm) == 0.9  # hotter: the hours'
+    assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=hours, recent_burn=calm, at_plan=False) == 2.0
+    assert load_factor(pol, 0.995, 2.0, 15.0, 600.0, burn=hours, recent_burn=calm) == 2.0  # not a calm window
 
 
 def test_misses_while_starting_past_the_factors_reach_leave_it_as_it_is() -> None:

@@ -83,7 +83,7 @@ class SloBudget:
         if v is None:
             return SloBudget()
         if not isinstance(v, list | tuple) or len(v) not in (2, 4):
-            raise ValueError("expected [judged, missed, recentJudged, recentMissed]")
+            raise ValueError("expected [judged, missed, recentJudged, recentMissed] (or an older [judged, missed])")
         for x in v:
             if not finite_number(x):
                 raise ValueError(f"judged and missed must be finite numbers, got {x!r}")

@@ -1,6 +1,7 @@
 """Ours with its memory: every day of a multi-day scenario replayed from the state the day before left.
 
     python benchmarks/steady_state.py DIR [--scenarios a,b] [--priors-scale 0.7] [--workers 2] [--per-day]
+                                          [--days N] [--log LOGDIR]
 
 DIR holds the replay set's day variants (`replay_set.py write DIR`: NAME~d2.yaml … NAME~d14.yaml). The
 bench and the replay set replay ours on each day from an empty state, as on the day it is installed. A
@@ -12,6 +13,11 @@ running since day 1). Each day starts from the same fleet both ways (the day's `
 core's clock runs on across days (each day's trace keeps its dates), so carried state is read at the times
 it was written. Prints, per scenario, the days at 99% and the GPU-hours fresh and carried; `--per-day`
 adds a row per day. docs/benchmarks.md ("Ours with its memory") records a run.
+
+To trace why a carried day differs from its fresh replay: `--days N` replays only days 1..N, and `--log
+LOGDIR` writes each replay's decision log (`simulations/decision_log.py`: one JSON line per tick, with the
+capacity factor, load factor, knees and candidates) as LOGDIR/NAME-dN-carried.jsonl and
+LOGDIR/NAME-dN-fresh.jsonl (day 1: carried only, the two are one replay).
 """
 
 from __future__ import annotations
@@ -20,11 +26,16 @@ import argparse
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
 from simulations.bench import TARGET
 from simulations.scenario import bench_scenario_names
+
+if TYPE_CHECKING:
+    from simulations.outcome import Outcome
+    from simulations.scenario import Scenario
 
 Day = tuple[int, float, float, float, float]  # (day, fresh attainment, fresh GPU-h, carried attainment, carried GPU-h)
 
@@ -35,26 +46,48 @@ def days_of(out: Path, name: str) -> list[tuple[int, str]]:
     return [(1, name), *sorted((int(n), path) for n, path in days if n.isdigit())]
 
 
-def chain(job: tuple[str, list[tuple[int, str]], float]) -> tuple[str, list[Day]]:
-    """Each day of one scenario, fresh and carried (see the module's docstring)."""
+Job = tuple[str, list[tuple[int, str]], float] | tuple[str, list[tuple[int, str]], float, Path | None]
+
+
+def chain(job: Job) -> tuple[str, list[Day]]:
+    """Each day of one scenario, fresh and carried (see the module's docstring); a fourth item, a folder,
+    writes each replay's decision log there."""
     from simulations.autoscalers.ours import Ours
     from simulations.bench import ours_replay
+    from simulations.decision_log import DecisionLog
     from simulations.runner import run
+    from simulations.trace import BinnedWorkload, Trace
 
-    name, days, scale = job
+    name, days, scale, *rest = job
+    logs = rest[0] if rest else None
+
+    def replay(sc: Scenario, wl: Trace | BinnedWorkload, ours: Ours, day: int, kind: str) -> Outcome:
+        if logs is None:
+            return run(sc, wl, ours).outcome
+        with DecisionLog(logs / f"{name}-d{day}-{kind}.jsonl") as log:
+            ours.on_decision = log.write
+            return run(sc, wl, ours).outcome
+
     rows: list[Day] = []
     state = None
     for day, scenario in days:
         sc, wl, policy = ours_replay(scenario, scale)
         carried_ours = Ours(policy, state=state)
-        carried = run(sc, wl, carried_ours).outcome
+        carried = replay(sc, wl, carried_ours, day, "carried")
         # Day 1 starts from nothing both ways: the same replay, run once.
-        fresh = carried if state is None else run(sc, wl, Ours(policy)).outcome
+        fresh = carried if state is None else replay(sc, wl, Ours(policy), day, "fresh")
         state = carried_ours.state
         rows.append((day, fresh.attainment, fresh.gpu_hours, carried.attainment, carried.gpu_hours))
         print(f"  {name} day {day}: fresh {fresh.attainment:.2%} {fresh.gpu_hours:.2f} GPU-h, carried "
               f"{carried.attainment:.2%} {carried.gpu_hours:.2f} GPU-h", file=sys.stderr, flush=True)
     return name, rows
+
+
+def jobs_for(out: Path, names: list[str], scale: float, days: int | None = None,
+             logs: Path | None = None) -> list[Job]:
+    """One chain per scenario in `names` with day variants in `out`: its days (only 1..`days` when given)."""
+    kept = [(n, [x for x in d if days is None or x[0] <= days]) for n in names if len(d := days_of(out, n)) > 1]
+    return [(n, d, scale, logs) for n, d in kept]
 
 
 def table(results: list[tuple[str, list[Day]]], per_day: bool = False) -> list[str]:
@@ -83,11 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--priors-scale", type=float, default=1.0, help="every capacity and cold-start prior × this")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--per-day", action="store_true", help="also a row per day")
+    ap.add_argument("--days", type=int, default=None, help="only days 1..N (N ≥ 2; default: every day in DIR)")
+    ap.add_argument("--log", type=Path, default=None,
+                    help="write each replay's decision log here (NAME-dN-carried.jsonl, NAME-dN-fresh.jsonl)")
     a = ap.parse_args(argv)
     if not a.priors_scale > 0:
         ap.error(f"--priors-scale must be > 0, not {a.priors_scale:g}")
+    if a.days is not None and a.days < 2:
+        ap.error(f"--days must be at least 2 (day 1 alone carries nothing), not {a.days}")
     wanted = [n for n in a.scenarios.split(",") if n] or bench_scenario_names()
-    jobs = [(n, d, a.priors_scale) for n in wanted if len(d := days_of(a.dir, n)) > 1]
+    jobs = jobs_for(a.dir, wanted, a.priors_scale, a.days, a.log)
     if not jobs:
         ap.error(f"{a.dir}: no day variants (NAME~d2.yaml …) of {', '.join(wanted)}; "
                  f"run `python benchmarks/replay_set.py write {a.dir}` first")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from benchmarks.steady_state import chain, days_of, main, table
+from benchmarks.steady_state import chain, days_of, jobs_for, main, table
 from simulations.autoscalers.ours import Ours
 from simulations.bench import default_policy_file, load_replay, policy_spec
 from simulations.runner import run
@@ -49,6 +50,33 @@ def test_the_fresh_replay_is_the_benchs_and_the_carried_one_starts_from_the_day_
     assert len(carried.state.forecast.history) > len(fresh[1].state.forecast.history) + 100
 
 
+def test_each_replay_can_leave_its_decision_log_and_logging_changes_no_replay(tmp_path: Path) -> None:
+    days = [(1, _day(tmp_path, 1)), (2, _day(tmp_path, 2))]
+    plain = chain(("servegen-mid", days, 1.0))
+    logged = chain(("servegen-mid", days, 1.0, tmp_path / "logs"))
+    assert logged == plain
+    written = sorted(p.name for p in (tmp_path / "logs").iterdir())
+    # Day 1 is one replay (both start from nothing): its carried log only.
+    assert written == ["servegen-mid-d1-carried.jsonl", "servegen-mid-d2-carried.jsonl", "servegen-mid-d2-fresh.jsonl"]
+    ticks = HOURS / 15.0  # one decision per 15-s tick
+    for name in written:
+        lines = (tmp_path / "logs" / name).read_text(encoding="utf-8").splitlines()
+        assert abs(len(lines) - ticks) <= 2
+        assert all(json.loads(line)["capacity_factor"] > 0 for line in lines)
+    carried = [json.loads(x) for x in (tmp_path / "logs" / written[1]).read_text(encoding="utf-8").splitlines()]
+    fresh = [json.loads(x) for x in (tmp_path / "logs" / written[2]).read_text(encoding="utf-8").splitlines()]
+    assert carried != fresh  # day 2 carried starts from day 1's memory, fresh from nothing
+
+
+def test_days_limits_each_chain_to_its_first_days(tmp_path: Path) -> None:
+    for n in (2, 3, 9):
+        (tmp_path / f"servegen-mid~d{n}.yaml").write_text("{}", encoding="utf-8")
+    (job,) = jobs_for(tmp_path, ["servegen-mid", "diurnal"], 0.7, days=3, logs=tmp_path / "l")
+    assert job[0] == "servegen-mid" and [d for d, _ in job[1]] == [1, 2, 3]
+    assert job[2:] == (0.7, tmp_path / "l")
+    assert [d for d, _ in jobs_for(tmp_path, ["servegen-mid"], 1.0)[0][1]] == [1, 2, 3, 9]
+
+
 def test_days_are_read_in_order_after_the_shipped_day(tmp_path: Path) -> None:
     for n in (10, 2, 9):
         (tmp_path / f"servegen-mid~d{n}.yaml").write_text("{}", encoding="utf-8")
@@ -67,6 +95,7 @@ def test_the_table_counts_days_at_99_and_compares_the_later_days() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["DIR", "--priors-scale", "-1"], "--priors-scale must be > 0"),
     (["DIR"], "no day variants"),
+    (["DIR", "--days", "1"], "--days must be at least 2"),
 ])
 def test_bad_input_names_itself(args: list[str], message: str, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:

@@ -98,6 +98,11 @@ class Capacity:
     # What lifts the prior's share: `engine_knee`, or the fits' reach when they put the knee past it
     # (EngineKnee.lift, decision change AE); None: no fit.
     engine_lift: float | None = None
+    # The SLO's error budget burn over hours and over the last minutes (SloBudget.burn, .recent_burn: 1 = at
+    # the budget's rate), which decide whether the load factor rises, holds or relaxes (stages/slo_feedback.py);
+    # None: too few requests judged yet.
+    burn: float | None = None
+    recent_burn: float | None = None
 
     def explain(self) -> dict[str, float]:
         # miss_fleet: the mean ready replicas of the windows that missed, whose spare `spread_knee` keeps.
@@ -107,7 +112,8 @@ class Capacity:
         at_reach = self.engine_lift if self.engine_knee is None else None
         known = (("engine_knee", self.engine_knee), ("engine_knee_at_reach", at_reach), ("slo_knee", self.slo_knee),
                  ("slo_trend", self.slo_trend), ("slo_knee_pending", self.slo_pending),
-                 ("miss_fleet", self.slo.miss_fleet()))
+                 ("miss_fleet", self.slo.miss_fleet()), ("slo_burn", self.burn),
+                 ("slo_recent_burn", self.recent_burn))
         refused = (("slo_knee_refused", self.slo_knee), ("slo_trend_refused", self.slo_trend))
         return {"capacity_factor": round(self.factor, 4), "load_factor": round(self.load_factor, 4),
                 "capacity_explore": round(self.explore, 4), **{k: round(v, 4) for k, v in known if v is not None},
@@ -228,16 +234,18 @@ def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, serv
     # and those misses are the step's too.
     beyond = settled_since is None and (
         previous_beyond or not within_headroom(policy, offered, ready, previous_load_factor, factor))
+    burn, recent_burn = budget.burn(policy.slo.quantile), budget.recent_burn(policy.slo.quantile)
     lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
-                     now - settled_since if settled_since is not None else 0.0, budget.burn(policy.slo.quantile),
-                     at_plan, coverable=not beyond, recent_burn=budget.recent_burn(policy.slo.quantile))
+                     now - settled_since if settled_since is not None else 0.0, burn, at_plan, coverable=not beyond,
+                     recent_burn=recent_burn)
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
         return Capacity(stats, slo, 1.0, 1.0, lf, planned_share(cap, lf), settled_since, steady_since, budget, 0.0,
-                        engine=engine)
+                        engine=engine, burn=burn, recent_burn=recent_burn)
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
     return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond, engine, knee, over, trend, slo.pending(policy.slo.quantile), lift)
+                    untested, beyond, engine, knee, over, trend, slo.pending(policy.slo.quantile), lift, burn,
+                    recent_burn)
 
 
 def settled_knee(engine_knee: float | None) -> float | None:

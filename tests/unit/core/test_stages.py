@@ -595,6 +595,24 @@ def test_capacity_explores_past_the_evidence_only_while_the_whole_slo_has_budget
     assert _cap(pol, reps, 2.0, 0.0, 0.3, slo=held, budget=over).explain()["capacity_explore"] == -0.1
 
 
+def test_the_capacity_explains_the_slo_budgets_burns_that_move_the_load_factor() -> None:
+    pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
+    assert pol.slo.quantile == 0.99
+    reps = ReplicaCounts(desired=4, ready=4)
+    quiet = _cap(pol, reps, 2.0, 0.0, 0.3).explain()
+    assert "slo_burn" not in quiet and "slo_recent_burn" not in quiet  # too few requests judged to say
+    # The hours missed 3% (three times the 1% budget), the last minutes 0.5% (half of it): the load factor holds
+    # its headroom over 1 until the recent burn is under half (stages/slo_feedback.relax_floor).
+    burning = SloBudget(10_000.0, 300.0, 1_000.0, 5.0)
+    out = _cap(pol, reps, 2.0, 0.0, 0.3, budget=burning).explain()
+    assert out["slo_burn"] == pytest.approx(3.0, rel=1e-3)
+    assert out["slo_recent_burn"] == pytest.approx(0.5, rel=1e-3)
+    only_hours = _cap(pol, reps, 2.0, 0.0, 0.3, budget=SloBudget(10_000.0, 300.0)).explain()
+    assert only_hours["slo_burn"] == pytest.approx(3.0, rel=1e-3) and "slo_recent_burn" not in only_hours
+    off = policy(capacity={"learn": False, "targetUtilization": 1.0})  # the feedback reads them without learning
+    assert _cap(off, reps, 2.0, 0.0, 0.3, budget=burning).explain()["slo_burn"] == pytest.approx(3.0, rel=1e-3)
+
+
 def test_a_scale_down_stops_where_the_load_seen_to_hold_ends_until_a_knee_is_found() -> None:
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
     seen = SloCapacity()

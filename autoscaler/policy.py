@@ -157,7 +157,9 @@ class SLOSpec(_Spec):
 class SLOFeedbackSpec(_Spec):
     """Learn how much load a replica can carry from the SLO itself. Latency histograms say what share of
     recent requests met the SLO. Misses while the whole fleet is ready mean demand comes in bursts the
-    rate window averages away: plan each replica for less (factor > 1). Misses while replicas start count
+    rate window averages away: plan each replica for less (factor > 1, up to `max`; the default 1 leaves
+    misses to the capacity learner's knees, which measured cheaper at the same attainment: docs/benchmarks.md,
+    decision change AH). Misses while replicas start count
     at a tenth of that pace, and only while the SLO's error budget over hours burns at twice its rate:
     rises that outrun a cold start then ask for headroom, unless the rise went past what the factor's
     whole range could have covered (a step no headroom meets). A comfortable margin (windows that used at most
@@ -167,7 +169,9 @@ class SLOFeedbackSpec(_Spec):
 
     enabled: bool = True
     min: float = Field(default=0.8, gt=0, le=1, description="lowest factor (most load per replica)")
-    max: float = Field(default=3.0, ge=1, le=10, description="highest factor (least load per replica)")
+    max: float = Field(default=1.0, ge=1, le=10, description=(
+        "highest factor (least load per replica); the default 1 plans no headroom over the target utilization "
+        "for misses (the capacity learner answers them: docs/benchmarks.md, decision change AH)"))
     relax_seconds: PositiveSeconds = Field(
         default=1800.0, description="e-folding time of the factor's fall while the SLO holds with margin")
     min_requests: int = Field(

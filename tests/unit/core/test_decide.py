@@ -273,7 +273,7 @@ def _ttft_histogram(share_fast: float, total: float = 1000.0) -> LatencyHistogra
 
 
 def test_slo_misses_with_every_replica_ready_raise_the_load_factor() -> None:
-    pol = policy()
+    pol = policy(capacity={"sloFeedback": {"max": 3.0}})  # headroom on (default off: AH)
     state = CoreState()
     for i in range(16):  # four minutes of 20% misses, fleet settled
         s = replace(signals(work=4.0, desired=8), ttft_histogram=_ttft_histogram(0.8))
@@ -296,7 +296,7 @@ def test_slo_misses_while_replicas_start_do_not_raise_the_load_factor() -> None:
 def test_slo_misses_while_replicas_start_raise_the_load_factor_once_the_hours_budget_burns() -> None:
     from autoscaler.core.slo_budget import SloBudget
 
-    pol = policy()
+    pol = policy(capacity={"sloFeedback": {"max": 3.0}})  # headroom on (default off: AH)
     starting = (StartingReplica("warmup", age_seconds=30.0),)
     # two hours on the books with 5% missed: five times the 1% error budget
     state = replace(CoreState(), slo_budget=SloBudget(judged=100_000.0, missed=5_000.0))
@@ -308,7 +308,7 @@ def test_slo_misses_while_replicas_start_raise_the_load_factor_once_the_hours_bu
 
 
 def test_load_factor_relaxes_while_the_slo_holds_with_margin() -> None:
-    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600}}, scaleDown={"stabilizationWindowSeconds": 15})
+    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600, "max": 3.0}}, scaleDown={"stabilizationWindowSeconds": 15})
     state, desired = replace(CoreState(), load_factor=3.0), 12
     for i in range(400):  # the fleet follows its plan, and the SLO holds with margin at every size
         s = replace(signals(work=4.0, desired=desired), ttft_histogram=_ttft_histogram(1.0))
@@ -323,7 +323,7 @@ def test_load_factor_relaxes_while_the_slo_holds_with_margin() -> None:
 def test_load_factor_holds_while_the_fleet_is_held_above_its_plan() -> None:
     """A fleet held far above its plan (after a peak, by a floor) meets the SLO with a margin the plan did
     not make: that margin says nothing about how hot a replica may run."""
-    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600}}, replicas={"min": 40})
+    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600, "max": 3.0}}, replicas={"min": 40})
     state = replace(CoreState(), load_factor=1.5)
     for i in range(200):  # 4 replica-equivalents of work on 40 replicas, the SLO met throughout
         s = replace(signals(work=4.0, desired=40), ttft_histogram=_ttft_histogram(1.0))

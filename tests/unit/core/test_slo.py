@@ -89,7 +89,7 @@ def _ticks(pol, sig: Signals, n: int = 40) -> tuple[list[int | None], CoreState]
 
 
 def test_prefill_bound_misses_neither_tighten_the_load_factor_nor_panic() -> None:
-    pol = policy(capacity={"targetUtilization": 0.8})
+    pol = policy(capacity={"targetUtilization": 0.8, "sloFeedback": {"max": 3.0}})
     base = signals(work=2.0, desired=4, queue_p90=0.05)
     slow = replace(base, ttft_histogram=SLOW_TTFT, queue_time_histogram=QUICK_QUEUE,
                    ttft_p90_seconds=Measured(7.0, 5.0))

@@ -41,6 +41,10 @@ LEAD = LeadTime(median_seconds=180.0, high_seconds=250.0, stages=())
 
 
 # sizing
+# The SLO feedback's headroom over the target utilization (a factor over 1) is off by default (sloFeedback.max 1,
+# decision change AH); the tests of that mechanism run with it on.
+HEADROOM = {"sloFeedback": {"max": 3.0}}
+
 def test_replicas_for_rounds_up_and_survives_absurd_inputs() -> None:
     assert replicas_for(4.0, 1.0) == 4
     assert replicas_for(4.0000000001, 1.0) == 4  # float noise is not a replica
@@ -252,7 +256,7 @@ def test_planned_load_follows_the_learned_knee() -> None:
 
 
 def test_load_factor_rises_on_misses_only_once_settled_and_relaxes_with_margin() -> None:
-    pol = policy()
+    pol = policy(capacity=HEADROOM)
     assert load_factor(pol, 0.8, 1.0, 15.0, 0.0) == 1.0  # not settled long enough
     assert load_factor(pol, 0.8, 1.0, 15.0, 600.0) > 1.0
     assert load_factor(pol, 1.0, 2.0, 15.0, 600.0) < 2.0
@@ -261,13 +265,13 @@ def test_load_factor_rises_on_misses_only_once_settled_and_relaxes_with_margin()
 
 
 def test_load_factor_relaxes_only_while_the_fleet_carries_its_plan() -> None:
-    pol = policy()
+    pol = policy(capacity=HEADROOM)
     assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, at_plan=False) == 2.0  # a held fleet's margin: hold
     assert load_factor(pol, 0.8, 1.0, 15.0, 600.0, at_plan=False) > 1.0  # misses still raise it
 
 
 def test_misses_while_replicas_start_raise_the_load_factor_slowly_only_while_the_budget_burns() -> None:
-    pol = policy()
+    pol = policy(capacity=HEADROOM)
     settled = load_factor(pol, 0.8, 1.0, 15.0, 600.0)
     assert load_factor(pol, 0.8, 1.0, 15.0, 0.0, burn=None) == 1.0  # too few requests judged: hold
     assert load_factor(pol, 0.8, 1.0, 15.0, 0.0, burn=1.9) == 1.0  # a start's misses, budget not burning
@@ -278,7 +282,7 @@ def test_misses_while_replicas_start_raise_the_load_factor_slowly_only_while_the
 
 
 def test_the_headroom_over_the_target_is_let_go_once_the_last_minutes_stop_burning() -> None:
-    pol = policy()
+    pol = policy(capacity=HEADROOM)
     hours, calm, burning = 3.0, 0.2, 0.6  # the hours' budget still burns; the last minutes' is calm or not
     assert relax_floor(None, None) == 0.0 and relax_floor(0.4, burning) == 0.0  # hours on track: all the way
     assert relax_floor(hours, calm) == 1.0 and relax_floor(hours, None) is None and relax_floor(hours, burning) is None
@@ -294,7 +298,7 @@ def test_the_headroom_over_the_target_is_let_go_once_the_last_minutes_stop_burni
 
 
 def test_misses_while_starting_past_the_factors_reach_leave_it_as_it_is() -> None:
-    pol = policy()
+    pol = policy(capacity=HEADROOM)
     assert load_factor(pol, 0.8, 1.0, 15.0, 0.0, burn=2.0, coverable=False) == 1.0
     assert load_factor(pol, 0.8, 1.0, 15.0, 600.0, coverable=False) > 1.0  # settled misses still raise it
     assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, coverable=False) < 2.0  # and calm windows relax it
@@ -337,14 +341,14 @@ def test_an_episode_past_the_factors_reach_buys_no_headroom_until_the_fleet_sett
 
 
 def test_the_load_factor_relaxes_only_once_the_budget_is_well_on_track() -> None:
-    pol = policy()
+    pol = policy(capacity=HEADROOM)
     assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=0.5) == 2.0  # hours of misses still on the books
     assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=0.49) < 2.0
     assert load_factor(pol, 1.0, 2.0, 15.0, 600.0, burn=None) < 2.0
 
 
 def test_only_a_window_that_used_a_tenth_of_the_budget_or_less_relaxes_the_load_factor() -> None:
-    pol = policy()  # 99%: an error budget of 1%
+    pol = policy(capacity=HEADROOM)  # 99%: an error budget of 1%
     assert load_factor(pol, 0.9991, 2.0, 15.0, 600.0) < 2.0  # a tenth of the budget used: calm
     assert load_factor(pol, 0.9985, 2.0, 15.0, 600.0) == 2.0  # 0.15% missed: near the knee, hold
     assert load_factor(pol, 0.995, 2.0, 15.0, 600.0) == 2.0  # half the budget to spare is no margin

@@ -308,7 +308,8 @@ def test_slo_misses_while_replicas_start_raise_the_load_factor_once_the_hours_bu
 
 
 def test_load_factor_relaxes_while_the_slo_holds_with_margin() -> None:
-    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600, "max": 3.0}}, scaleDown={"stabilizationWindowSeconds": 15})
+    pol = policy(capacity={"sloFeedback": {"relaxSeconds": 600, "max": 3.0}},
+                 scaleDown={"stabilizationWindowSeconds": 15})
     state, desired = replace(CoreState(), load_factor=3.0), 12
     for i in range(400):  # the fleet follows its plan, and the SLO holds with margin at every size
         s = replace(signals(work=4.0, desired=desired), ttft_histogram=_ttft_histogram(1.0))

@@ -46,20 +46,19 @@ def days_of(out: Path, name: str) -> list[tuple[int, str]]:
     return [(1, name), *sorted((int(n), path) for n, path in days if n.isdigit())]
 
 
-Job = tuple[str, list[tuple[int, str]], float] | tuple[str, list[tuple[int, str]], float, Path | None]
+Job = tuple[str, list[tuple[int, str]], float, Path | None]  # (scenario, its days, priors scale, log folder)
 
 
 def chain(job: Job) -> tuple[str, list[Day]]:
-    """Each day of one scenario, fresh and carried (see the module's docstring); a fourth item, a folder,
-    writes each replay's decision log there."""
+    """Each day of one scenario, fresh and carried (see the module's docstring); with a log folder, each
+    replay's decision log is written there."""
     from simulations.autoscalers.ours import Ours
     from simulations.bench import ours_replay
     from simulations.decision_log import DecisionLog
     from simulations.runner import run
     from simulations.trace import BinnedWorkload, Trace
 
-    name, days, scale, *rest = job
-    logs = rest[0] if rest else None
+    name, days, scale, logs = job
 
     def replay(sc: Scenario, wl: Trace | BinnedWorkload, ours: Ours, day: int, kind: str) -> Outcome:
         if logs is None:

@@ -31,7 +31,7 @@ def _day(tmp: Path, n: int) -> str:
 def test_the_fresh_replay_is_the_benchs_and_the_carried_one_starts_from_the_day_befores_memory(
         tmp_path: Path) -> None:
     days = [(1, _day(tmp_path, 1)), (2, _day(tmp_path, 2))]
-    name, rows = chain(("servegen-mid", days, 1.0))
+    name, rows = chain(("servegen-mid", days, 1.0, None))
     assert name == "servegen-mid" and [r[0] for r in rows] == [1, 2]
     policy = policy_spec(default_policy_file())
     fresh: list[Ours] = []
@@ -52,7 +52,7 @@ def test_the_fresh_replay_is_the_benchs_and_the_carried_one_starts_from_the_day_
 
 def test_each_replay_can_leave_its_decision_log_and_logging_changes_no_replay(tmp_path: Path) -> None:
     days = [(1, _day(tmp_path, 1)), (2, _day(tmp_path, 2))]
-    plain = chain(("servegen-mid", days, 1.0))
+    plain = chain(("servegen-mid", days, 1.0, None))
     logged = chain(("servegen-mid", days, 1.0, tmp_path / "logs"))
     assert logged == plain
     written = sorted(p.name for p in (tmp_path / "logs").iterdir())

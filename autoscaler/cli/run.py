@@ -185,17 +185,7 @@ def run(
             if message is None:
                 raise
             raise click.ClickException(message) from None
-        log.info(
-            "one tick done",
-            extra={
-                "due": report.due,
-                "reconciled": report.reconciled,
-                "writes": report.writes,
-                "errors": report.errors,
-                "invalid": report.invalid,
-                "notLeader": report.skipped_not_leader,
-            },
-        )
+        log.info("one tick done", extra=report.log_fields())
         sys.exit(1 if report.errors else 0)
 
     def _stop(signum: int, _frame: FrameType | None) -> None:

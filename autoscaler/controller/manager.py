@@ -377,17 +377,7 @@ class Controller:
                     report = self.reconciler.tick(self.clock())
                     self.ticks += 1
                     if report.due:
-                        log.info(
-                            "tick",
-                            extra={
-                                "due": report.due,
-                                "reconciled": report.reconciled,
-                                "writes": report.writes,
-                                "errors": report.errors,
-                                "invalid": report.invalid,
-                                "seconds": round(report.seconds, 3),
-                            },
-                        )
+                        log.info("tick", extra=report.log_fields())
                 except Exception:  # a bug in one tick must not kill the controller
                     log.exception("tick failed")
                     stop.wait(self.config.loop_granularity_seconds)  # never a busy retry loop

@@ -152,6 +152,11 @@ class TickReport:
     skipped_not_leader: bool = False
     seconds: float = 0.0
 
+    def log_fields(self) -> dict[str, Any]:
+        """The tick's counts as a log record's `extra` (the controller's loop and `run --once` log the same)."""
+        return {"due": self.due, "reconciled": self.reconciled, "writes": self.writes, "errors": self.errors,
+                "invalid": self.invalid, "notLeader": self.skipped_not_leader, "seconds": round(self.seconds, 3)}
+
 
 class Reconciler:
     def __init__(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -88,3 +89,17 @@ def test_run_once_reports_an_unreachable_api_server_in_one_line(tmp_path):
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"Error: cannot reach the Kubernetes API server at https://127.0.0.1:{port}")
     assert "Connection refused" in lines[0] and "Traceback" not in lines[0]
+
+
+def test_run_once_logs_the_ticks_counts(kube, tmp_path):
+    add_deployment(kube, replicas=2, ready=0)
+    add_policy(kube)
+    result = CliRunner().invoke(main, ["run", "--kubeconfig", kubeconfig(tmp_path, kube.url), "--once",
+                                       "--metrics-port", "0", "--health-port", "0", "--log-format", "json"])
+    assert result.exit_code == 0, result.output
+    done = [json.loads(line) for line in result.output.splitlines()
+            if line.startswith("{") and '"one tick done"' in line]
+    assert len(done) == 1
+    assert {k: done[0][k] for k in ("due", "reconciled", "writes", "errors", "invalid", "notLeader")} == {
+        "due": 1, "reconciled": 1, "writes": 0, "errors": 0, "invalid": 0, "notLeader": False}
+    assert done[0]["seconds"] >= 0

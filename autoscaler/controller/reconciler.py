@@ -33,11 +33,8 @@ from kubernetes import client
 
 from autoscaler.controller.backoff import backoff_seconds
 from autoscaler.controller.conditions import (
-    CONFLICT,
-    METRICS_AVAILABLE,
     READY,
     SCALING_ACTIVE,
-    SCALING_LIMITED,
     SLO_INFEASIBLE,
     TARGET_FOUND,
     get_condition,
@@ -49,6 +46,7 @@ from autoscaler.controller.drain import DrainWatch
 from autoscaler.controller.events import EventRecorder
 from autoscaler.controller.podindex import LabelPodIndex
 from autoscaler.controller.status import (
+    decision_conditions,
     decision_status,
     learned_status,
     slo_infeasible_condition,
@@ -58,7 +56,7 @@ from autoscaler.controller.status import (
 )
 from autoscaler.controller.telemetry import ControllerMetrics
 from autoscaler.controller.warmpool import WarmPool, WarmStatus
-from autoscaler.core import CoreState, Decision, Reason, Signals, decide, forecast_config
+from autoscaler.core import CoreState, Decision, Signals, decide, forecast_config
 from autoscaler.core.signals import ClusterFacts
 from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_usage_by_node, replica_counts
 from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times, node_ready_times
@@ -87,15 +85,10 @@ Obj = dict[str, Any]
 VERSION = "v1alpha1"
 MAX_CONFLICT_RETRIES = 3
 WARM_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
-LIMITED = {Reason.SCALE_UP_RATE_LIMITED, Reason.SCALE_DOWN_MAX, Reason.UNSCHEDULABLE}
 
 
 def _code(err: BaseException) -> str:
     return str(err.status) if isinstance(err, ApiException) else type(err).__name__
-
-
-def blocked_reason(reading: ScaleReading) -> str | None:
-    return reading.blocked.reason if reading.blocked is not None else None
 
 
 def _describe_error(err: BaseException) -> str:
@@ -814,63 +807,12 @@ class Reconciler:
         status = self._base_status(raw, rt)
         conds = status.get("conditions") or []
         desc = p.target.description
-        conds = set_condition(
-            conds,
-            TARGET_FOUND,
-            True,
-            "TargetFound",
-            f"{desc}: {reading.replicas} replicas, {ready} ready, {starting} starting",
-            now,
-            gen,
-        )
-        if blocked_reason(reading) == "Conflict" or get_condition(conds, CONFLICT) is not None:
-            conflicted = blocked_reason(reading) == "Conflict"
-            conds = set_condition(
-                conds,
-                CONFLICT,
-                conflicted,
-                "OtherOwner" if conflicted else "SoleOwner",
-                reading.blocked.message if conflicted and reading.blocked else "no other autoscaler scales the target",
-                now,
-                gen,
-            )
-        if d.metrics_fresh:
-            conds = set_condition(conds, METRICS_AVAILABLE, True, "MetricsFresh", "demand metrics are fresh", now, gen)
-        else:
-            conds = set_condition(
-                conds, METRICS_AVAILABLE, False, "MetricsMissing", source_error or d.message, now, gen
-            )
+        dry_why = ("--dry-run flag" if self.dry_run else "spec.dryRun") if dry else None
+        slo_before = get_condition(conds, SLO_INFEASIBLE)
+        conds = decision_conditions(conds, policy.spec, d, reading, desc=desc, ready=ready, starting=starting,
+                                    dry_why=dry_why, source_error=source_error, now=now, gen=gen)
+        slo_now = slo_infeasible_condition(policy.spec, d)
         blocked = reading.blocked
-        if blocked is not None:
-            conds = set_condition(conds, SCALING_ACTIVE, False, blocked.reason, blocked.message, now, gen)
-            conds = set_condition(conds, READY, False, blocked.reason, blocked.message, now, gen)
-        elif dry:
-            why = "--dry-run flag" if self.dry_run else "spec.dryRun"
-            conds = set_condition(
-                conds,
-                SCALING_ACTIVE,
-                False,
-                "DryRun",
-                f"dry run ({why}): decisions are recorded, the target is not written",
-                now,
-                gen,
-            )
-            conds = set_condition(conds, READY, True, "Reconciled", "decisions are being made", now, gen)
-        else:
-            conds = set_condition(conds, SCALING_ACTIVE, True, "ValidDecision", d.message, now, gen)
-            conds = set_condition(conds, READY, True, "Reconciled", "decisions are being made and applied", now, gen)
-        limited = d.reason in LIMITED or d.binding == "max"
-        conds = set_condition(
-            conds,
-            SCALING_LIMITED,
-            limited,
-            d.reason.value if limited else "DesiredWithinRange",
-            d.message if limited else "the desired count is within the policy's limits",
-            now,
-            gen,
-        )
-        slo_before, slo_now = get_condition(conds, SLO_INFEASIBLE), slo_infeasible_condition(policy.spec, d)
-        conds = set_condition(conds, SLO_INFEASIBLE, *slo_now, now, gen)
         status.update(
             observedGeneration=gen,
             desiredReplicas=d.desired_replicas,

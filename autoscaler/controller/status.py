@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoscaler.core import CoreState, Decision
+from autoscaler.controller.conditions import (
+    CONFLICT,
+    METRICS_AVAILABLE,
+    READY,
+    SCALING_ACTIVE,
+    SCALING_LIMITED,
+    SLO_INFEASIBLE,
+    TARGET_FOUND,
+    get_condition,
+    set_condition,
+)
+from autoscaler.core import CoreState, Decision, Reason
 from autoscaler.core.coldstart import stage_estimate
 from autoscaler.core.stages.feasibility import infeasible
 from autoscaler.observe.timefmt import format_time
 from autoscaler.policy import PolicySpec
+from autoscaler.targets import ScaleReading
 
 
 def _num(x: float | None, digits: int = 3) -> float | None:
@@ -128,3 +140,42 @@ def state_fingerprint(state: CoreState | None) -> tuple[Any, ...]:
         len(state.coldstart.samples),
         len(state.capacity.samples),
     )
+
+
+# A decision the policy's limits shaped: ScalingLimited is True.
+LIMITED = {Reason.SCALE_UP_RATE_LIMITED, Reason.SCALE_DOWN_MAX, Reason.UNSCHEDULABLE}
+
+
+def decision_conditions(conds: list[dict[str, Any]], spec: PolicySpec, d: Decision, reading: ScaleReading, *,
+                        desc: str, ready: int, starting: int, dry_why: str | None, source_error: str | None,
+                        now: float, gen: Any) -> list[dict[str, Any]]:
+    """The policy's conditions after decision `d` on the target `desc` read as `reading`: TargetFound,
+    Conflict (once it was ever set), MetricsAvailable, ScalingActive, Ready, ScalingLimited and SLOInfeasible.
+    `dry_why` says why the target is not written (None: it is); `source_error` is the metric source's error,
+    shown while metrics are missing."""
+    blocked = reading.blocked
+    conds = set_condition(conds, TARGET_FOUND, True, "TargetFound",
+                          f"{desc}: {reading.replicas} replicas, {ready} ready, {starting} starting", now, gen)
+    conflicted = blocked is not None and blocked.reason == "Conflict"
+    if conflicted or get_condition(conds, CONFLICT) is not None:
+        conds = set_condition(conds, CONFLICT, conflicted, "OtherOwner" if conflicted else "SoleOwner",
+                              blocked.message if conflicted and blocked is not None
+                              else "no other autoscaler scales the target", now, gen)
+    if d.metrics_fresh:
+        conds = set_condition(conds, METRICS_AVAILABLE, True, "MetricsFresh", "demand metrics are fresh", now, gen)
+    else:
+        conds = set_condition(conds, METRICS_AVAILABLE, False, "MetricsMissing", source_error or d.message, now, gen)
+    if blocked is not None:
+        conds = set_condition(conds, SCALING_ACTIVE, False, blocked.reason, blocked.message, now, gen)
+        conds = set_condition(conds, READY, False, blocked.reason, blocked.message, now, gen)
+    elif dry_why is not None:
+        conds = set_condition(conds, SCALING_ACTIVE, False, "DryRun",
+                              f"dry run ({dry_why}): decisions are recorded, the target is not written", now, gen)
+        conds = set_condition(conds, READY, True, "Reconciled", "decisions are being made", now, gen)
+    else:
+        conds = set_condition(conds, SCALING_ACTIVE, True, "ValidDecision", d.message, now, gen)
+        conds = set_condition(conds, READY, True, "Reconciled", "decisions are being made and applied", now, gen)
+    limited = d.reason in LIMITED or d.binding == "max"
+    conds = set_condition(conds, SCALING_LIMITED, limited, d.reason.value if limited else "DesiredWithinRange",
+                          d.message if limited else "the desired count is within the policy's limits", now, gen)
+    return set_condition(conds, SLO_INFEASIBLE, *slo_infeasible_condition(spec, d), now, gen)

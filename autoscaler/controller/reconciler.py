@@ -718,25 +718,24 @@ class Reconciler:
         message: str,
     ) -> None:
         """The target is missing, or exists but must not be written by us: say so, keep the state."""
-        gen = (raw.get("metadata") or {}).get("generation")
-        status = self._base_status(raw, rt)
-        conds = status.get("conditions") or []
-        conds = set_condition(
-            conds,
-            TARGET_FOUND,
-            found,
-            "TargetFound" if found else reason,
-            "target found" if found else message,
-            now,
-            gen,
-        )
-        conds = set_condition(conds, SCALING_ACTIVE, False, reason, message, now, gen)
-        conds = set_condition(conds, READY, False, reason, message, now, gen)
-        status.update(conditions=conds, observedGeneration=gen)
-        self._patch_status(raw, rt, status)
+        found_cond = (TARGET_FOUND, found, "TargetFound" if found else reason, "target found" if found else message)
+        self._not_ready(raw, rt, now, reason, message, found_cond, (SCALING_ACTIVE, False, reason, message),
+                        observed=True)
         self.recorder.record(raw, "Warning", reason, message)
         rt.failures = 0
         rt.next_due = now + interval
+
+    def _not_ready(self, raw: Obj, rt: PolicyRuntime, now: float, reason: str, message: str,
+                   *others: tuple[str, bool, str, str], observed: bool = False) -> None:
+        """Write the status with Ready False for `reason` (and the `others` conditions as given: kind, status,
+        reason, message); `observed`: the spec's generation is observed too."""
+        gen = (raw.get("metadata") or {}).get("generation")
+        status = self._base_status(raw, rt)
+        conds = status.get("conditions") or []
+        for kind, value, why, text in (*others, (READY, False, reason, message)):
+            conds = set_condition(conds, kind, value, why, text, now, gen)
+        status.update(conditions=conds, **({"observedGeneration": gen} if observed else {}))
+        self._patch_status(raw, rt, status)
 
     def _api_failure(
         self,
@@ -754,11 +753,7 @@ class Reconciler:
         self.metrics.api_errors.labels(operation=operation, code=_code(err)).inc()
         msg = f"{operation} failed: {_describe_error(err)}; retrying in {delay:.0f}s (attempt {rt.failures})"
         log.warning(msg, extra={"policy": self._key(raw)})
-        gen = (raw.get("metadata") or {}).get("generation")
-        status = self._base_status(raw, rt)
-        conds = set_condition(status.get("conditions") or [], READY, False, "APIError", msg, now, gen)
-        status.update(conditions=conds)
-        self._patch_status(raw, rt, status)
+        self._not_ready(raw, rt, now, "APIError", msg)
         reason, message = event or ("APIError", f"{operation} failed: {_describe_error(err)}")
         self.recorder.record(raw, "Warning", reason, message)
 
@@ -779,13 +774,7 @@ class Reconciler:
             what = _describe_error(err)[:500]
             msg = f"{stage} failed: {what}; retrying in {delay:.0f}s (attempt {rt.failures})"
             log.error(msg, exc_info=err, extra={"policy": self._key(raw)})
-            gen = (raw.get("metadata") or {}).get("generation")
-            status = self._base_status(raw, rt)
-            conds = status.get("conditions")
-            conds = conds if isinstance(conds, list) else []
-            conds = set_condition(conds, READY, False, "ReconcileError", msg, now, gen)
-            status.update(conditions=conds)
-            self._patch_status(raw, rt, status)
+            self._not_ready(raw, rt, now, "ReconcileError", msg)
             self.recorder.record(raw, "Warning", "ReconcileError", f"{stage} failed: {what}")
         except Exception:
             log.exception("could not report the failure of %s", self._key(raw))

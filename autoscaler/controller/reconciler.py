@@ -837,14 +837,7 @@ class Reconciler:
 
         ns, name = policy.metadata.namespace, policy.metadata.name
         m = self.metrics
-        if d.desired_replicas is not None:
-            m.desired.labels(ns, name).set(d.desired_replicas)
-        m.current.labels(ns, name).set(reading.replicas)
-        m.ready.labels(ns, name).set(ready)
-        m.lead_time.labels(ns, name).set(d.lead_time_seconds)
-        if d.forecast_work is not None:
-            m.forecast.labels(ns, name).set(d.forecast_work)
-        m.decisions.labels(ns, name, d.reason.value).inc()
+        m.decided(ns, name, d, reading.replicas, ready)
         if d.desired_replicas is not None and d.desired_replicas != reading.replicas:
             up = d.desired_replicas > reading.replicas
             if applied:

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import Collector
 
+from autoscaler.core import Decision
+
 PREFIX = "inference_autoscaler"
 
 
@@ -73,6 +75,17 @@ class ControllerMetrics:
         )
         self.invalid_policies = Gauge(f"{PREFIX}_invalid_policies", "Policies whose spec does not validate", registry=r)
         self.leader = Gauge(f"{PREFIX}_leader", "1 while this instance holds the leader lease", registry=r)
+
+    def decided(self, namespace: str, policy: str, d: Decision, replicas: int, ready: int) -> None:
+        """One decision of the policy's, on a target read at `replicas` with `ready` pods ready."""
+        if d.desired_replicas is not None:
+            self.desired.labels(namespace, policy).set(d.desired_replicas)
+        self.current.labels(namespace, policy).set(replicas)
+        self.ready.labels(namespace, policy).set(ready)
+        self.lead_time.labels(namespace, policy).set(d.lead_time_seconds)
+        if d.forecast_work is not None:
+            self.forecast.labels(namespace, policy).set(d.forecast_work)
+        self.decisions.labels(namespace, policy, d.reason.value).inc()
 
     def forget(self, namespace: str, policy: str) -> None:
         for g in (self.desired, self.current, self.ready, self.forecast, self.lead_time):

@@ -1,4 +1,5 @@
-"""The conditions a decision leaves on the policy's status (`controller.status.decision_conditions`)."""
+"""What a decision leaves behind: the policy's conditions (`controller.status.decision_conditions`) and its metrics
+(`ControllerMetrics.decided`)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,19 @@ def test_a_decision_the_limits_shaped_is_limited() -> None:
         conds = _conds(d)
         assert _status(conds, "ScalingLimited")[0] == "True"
         assert _cond(conds, "ScalingLimited")["message"] == "scale to 5"
+
+
+def test_a_decision_sets_the_policys_gauges_and_counts_its_reason() -> None:
+    from autoscaler.controller.telemetry import ControllerMetrics
+
+    m = ControllerMetrics()
+    m.decided("models", "llama", _decision(Reason.SCALE_UP_RATE_LIMITED), replicas=4, ready=3)
+    m.decided("models", "llama", _decision(Reason.SCALE_UP_RATE_LIMITED), replicas=5, ready=4)
+    value = m.registry.get_sample_value
+    labels = {"namespace": "models", "policy": "llama"}
+    assert value("inference_autoscaler_desired_replicas", labels) == 5
+    assert value("inference_autoscaler_current_replicas", labels) == 5
+    assert value("inference_autoscaler_ready_replicas", labels) == 4
+    assert value("inference_autoscaler_lead_time_seconds", labels) == 180.0
+    assert value("inference_autoscaler_forecast_work_replicas", labels) is None  # no forecast: no gauge
+    assert value("inference_autoscaler_decisions_total", {**labels, "reason": "ScaleUpRateLimited"}) == 2

@@ -119,6 +119,34 @@ def keep_event(ev: Obj) -> Obj | None:
     }
 
 
+def policy_informers(custom: client.CustomObjectsApi, namespaces: Sequence[str]) -> list[Informer]:
+    """The policies' informers: one per watched namespace, or one over the cluster when none is named."""
+    if namespaces:
+        return [Informer(f"policies/{ns}", custom.list_namespaced_custom_object, API_GROUP, VERSION, ns, PLURAL)
+                for ns in namespaces]
+    return [Informer("policies", custom.list_cluster_custom_object, API_GROUP, VERSION, PLURAL)]
+
+
+def autoscaler_informers(hpa: client.AutoscalingV2Api, custom: client.CustomObjectsApi,
+                         namespaces: Sequence[str]) -> list[Informer]:
+    """HorizontalPodAutoscalers and KEDA ScaledObjects (optional: a cluster without KEDA has none), per
+    watched namespace or over the cluster: the other autoscalers a target may already have."""
+    out: list[Informer] = []
+    scopes: list[str | None] = [*namespaces] or [None]
+    for ns in scopes:
+        suffix = f"/{ns}" if ns else ""
+        if ns:
+            hpa_list: tuple[Any, ...] = (hpa.list_namespaced_horizontal_pod_autoscaler, ns)
+            keda_list: tuple[Any, ...] = (custom.list_namespaced_custom_object, "keda.sh", "v1alpha1", ns)
+        else:
+            hpa_list = (hpa.list_horizontal_pod_autoscaler_for_all_namespaces,)
+            keda_list = (custom.list_cluster_custom_object, "keda.sh", "v1alpha1")
+        out.append(Informer(f"hpas{suffix}", *hpa_list, transform=trim_autoscaler, optional=True))
+        out.append(Informer(f"scaledobjects{suffix}", *keda_list, "scaledobjects", transform=trim_autoscaler,
+                            optional=True))
+    return out
+
+
 class Controller:
     def __init__(
         self,
@@ -133,15 +161,7 @@ class Controller:
         self.clock = clock
         self.identity = config.identity or default_identity()
         custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
-        if config.namespaces:
-            self.policy_informers = [
-                Informer(f"policies/{ns}", custom.list_namespaced_custom_object, API_GROUP, VERSION, ns, PLURAL)
-                for ns in config.namespaces
-            ]
-        else:
-            self.policy_informers = [
-                Informer("policies", custom.list_cluster_custom_object, API_GROUP, VERSION, PLURAL)
-            ]
+        self.policy_informers = policy_informers(custom, config.namespaces)
         # Pods across all namespaces: GPU accounting on nodes needs every pod, not only the models'.
         self.pods = Informer(
             "pods",
@@ -156,24 +176,8 @@ class Controller:
             field_selector="involvedObject.kind=Pod",
         )
         self.nodes = Informer("nodes", core.list_node)
-        self.autoscalers: list[Informer] = []
-        if config.watch_other_autoscalers:
-            hpa = client.AutoscalingV2Api(api_client)
-            namespaces: list[str | None] = [*config.namespaces] or [None]
-            for ns in namespaces:
-                suffix = f"/{ns}" if ns else ""
-                if ns:
-                    hpa_list: tuple[Any, ...] = (hpa.list_namespaced_horizontal_pod_autoscaler, ns)
-                    keda_list: tuple[Any, ...] = (custom.list_namespaced_custom_object, "keda.sh", "v1alpha1", ns)
-                else:
-                    hpa_list = (hpa.list_horizontal_pod_autoscaler_for_all_namespaces,)
-                    keda_list = (custom.list_cluster_custom_object, "keda.sh", "v1alpha1")
-                self.autoscalers.append(Informer(f"hpas{suffix}", *hpa_list, transform=trim_autoscaler, optional=True))
-                self.autoscalers.append(
-                    Informer(
-                        f"scaledobjects{suffix}", *keda_list, "scaledobjects", transform=trim_autoscaler, optional=True
-                    )
-                )
+        self.autoscalers = (autoscaler_informers(client.AutoscalingV2Api(api_client), custom, config.namespaces)
+                            if config.watch_other_autoscalers else [])
         set_request_timeout(min(5.0, config.api_timeout_seconds), config.api_timeout_seconds)
         bound_retries(api_client)
         self.metrics = ControllerMetrics()

@@ -213,3 +213,18 @@ def test_running_controller_serves_metrics_and_probes_and_stops_on_request(kube,
     assert not t.is_alive()
     lease = kube.get("coordination.k8s.io", "leases", "kube-system", "inference-autoscaler")
     assert lease["spec"]["holderIdentity"] is None  # released on shutdown
+
+
+def test_the_informers_cover_the_watched_namespaces_or_the_cluster() -> None:
+    from kubernetes import client
+
+    from autoscaler.controller.manager import autoscaler_informers, policy_informers
+
+    api = client.ApiClient(client.Configuration())
+    custom, hpa = client.CustomObjectsApi(api), client.AutoscalingV2Api(api)
+    assert [i.name for i in policy_informers(custom, ())] == ["policies"]
+    assert [i.name for i in policy_informers(custom, ("a", "b"))] == ["policies/a", "policies/b"]
+    cluster = autoscaler_informers(hpa, custom, ())
+    assert [i.name for i in cluster] == ["hpas", "scaledobjects"] and all(i.optional for i in cluster)
+    assert [i.name for i in autoscaler_informers(hpa, custom, ("a", "b"))] == [
+        "hpas/a", "scaledobjects/a", "hpas/b", "scaledobjects/b"]

@@ -801,7 +801,6 @@ class Reconciler:
         conds = decision_conditions(conds, policy.spec, d, reading, desc=desc, ready=ready, starting=starting,
                                     dry_why=dry_why, source_error=source_error, now=now, gen=gen)
         slo_now = slo_infeasible_condition(policy.spec, d)
-        blocked = reading.blocked
         status.update(
             observedGeneration=gen,
             desiredReplicas=d.desired_replicas,
@@ -835,27 +834,26 @@ class Reconciler:
         if (slo_event := slo_infeasible_event(slo_before, *slo_now)) is not None:
             self.recorder.record(raw, *slo_event)
 
-        ns, name = policy.metadata.namespace, policy.metadata.name
-        m = self.metrics
-        m.decided(ns, name, d, reading.replicas, ready)
-        if d.desired_replicas is not None and d.desired_replicas != reading.replicas:
-            up = d.desired_replicas > reading.replicas
-            if applied:
-                m.scale_writes.labels(ns, name, "up" if up else "down").inc()
-                self.recorder.record(
-                    raw,
-                    "Normal",
-                    "ScaledUp" if up else "ScaledDown",
-                    f"{desc}: {d.message} [{d.reason.value}]",
-                )
-            elif dry and blocked is None:
-                self.recorder.record(
-                    raw,
-                    "Normal",
-                    "DryRun",
-                    f"dry run: would scale {desc} {reading.replicas} -> {d.desired_replicas} [{d.reason.value}]",
-                )
-            elif blocked is not None:
+        self.metrics.decided(policy.metadata.namespace, policy.metadata.name, d, reading.replicas, ready)
+        self._scale_events(p, d, dry, applied)
+
+    def _scale_events(self, p: _Prepared, d: Decision, dry: bool, applied: bool) -> None:
+        """The change a decision made (or would have made in a dry run, or could not make on a blocked target)
+        as an event, and a written one in the scale-writes count."""
+        raw, reading, desc, blocked = p.raw, p.reading, p.target.description, p.reading.blocked
+        if d.desired_replicas is None or d.desired_replicas == reading.replicas:
+            if blocked is not None and blocked.reason == "Conflict":
                 self.recorder.record(raw, "Warning", blocked.reason, blocked.message)
-        elif blocked is not None and blocked.reason == "Conflict":
+            return
+        up = d.desired_replicas > reading.replicas
+        if applied:
+            self.metrics.scale_writes.labels(p.policy.metadata.namespace, p.policy.metadata.name,
+                                             "up" if up else "down").inc()
+            self.recorder.record(raw, "Normal", "ScaledUp" if up else "ScaledDown",
+                                 f"{desc}: {d.message} [{d.reason.value}]")
+        elif dry and blocked is None:
+            self.recorder.record(raw, "Normal", "DryRun",
+                                 f"dry run: would scale {desc} {reading.replicas} -> {d.desired_replicas} "
+                                 f"[{d.reason.value}]")
+        elif blocked is not None:
             self.recorder.record(raw, "Warning", blocked.reason, blocked.message)

@@ -56,8 +56,8 @@ from autoscaler.controller.status import (
 )
 from autoscaler.controller.telemetry import ControllerMetrics
 from autoscaler.controller.warmpool import WarmPool, WarmStatus
-from autoscaler.core import CoreState, Decision, Signals, decide, forecast_config
-from autoscaler.core.signals import ClusterFacts
+from autoscaler.core import CoreState, Decision, DecisionResult, Signals, decide, forecast_config
+from autoscaler.core.signals import ClusterFacts, ReplicaCounts
 from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_usage_by_node, replica_counts
 from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times, node_ready_times
 from autoscaler.observe.pods import is_ready
@@ -518,27 +518,10 @@ class Reconciler:
         source_error: str | None,
     ) -> bool:
         policy, rt, reading = p.policy, p.rt, p.reading
-        spec, key = policy.spec, policy.key
-        counts = replica_counts(reading.replicas, p.pods, now)
-        counts = replace(counts, leaving=self.drain.leaving(key, p.pods, nodes))
+        spec = policy.spec
         warm_key = (policy.metadata.namespace, warm_label_value(policy.metadata.name))
-        observations = self.observer.observe(key, p.pods, events, node_created, self.warm_nodes.nodes(*warm_key),
-                                             2 * spec.interval_seconds, node_ready)
-        facts = self._facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
-        if spec.warm_capacity.enabled:
-            facts = replace(facts, warm_slots=self._warm_running.get(warm_key, 0))
-        sig = replace(signals, replicas=counts, cluster=facts, observations=observations)
-        prev_state = rt.state or CoreState()
-        try:
-            result = decide(spec, sig, prev_state, now, rt.forecast_cfg)
-        except Exception as e:
-            if not rt.restored:
-                raise
-            # The state read back from status breaks the decision: drop it and decide from the priors.
-            self._discard_state(p.raw, rt, e)
-            prev_state = CoreState()
-            result = decide(spec, sig, prev_state, now, rt.forecast_cfg)
-        rt.restored = False
+        sig, counts = self._signals(p, signals, events, nodes, gpus_used, node_created, node_ready, warm_key, now)
+        prev_state, result = self._decide(p, sig, now)
         d = result.decision
         dry = self.dry_run or spec.dry_run
         blocked = reading.blocked
@@ -585,6 +568,38 @@ class Reconciler:
         p.decided = (d, dry, applied, counts.ready, len(counts.starting))
         p.warm = self._sync_warm(p, d, dry or blocked is not None, self._warm_running.get(warm_key, 0), now)
         return applied
+
+    def _signals(self, p: _Prepared, signals: Signals, events: dict[str, list[Any]], nodes: list[Obj],
+                 gpus_used: dict[str, int], node_created: dict[str, float], node_ready: dict[str, float],
+                 warm_key: tuple[str, str], now: float) -> tuple[Signals, ReplicaCounts]:
+        """The source's signals for the policy with what the cluster says beside them: the target's replica
+        counts (its pods, those leaving drained nodes; returned beside the signals too), the cold-start stages
+        observed on its pods, events and nodes, and the cluster's facts (GPUs free, warm placeholders running)."""
+        spec, key = p.policy.spec, p.policy.key
+        counts = replica_counts(p.reading.replicas, p.pods, now)
+        counts = replace(counts, leaving=self.drain.leaving(key, p.pods, nodes))
+        observations = self.observer.observe(key, p.pods, events, node_created, self.warm_nodes.nodes(*warm_key),
+                                             2 * spec.interval_seconds, node_ready)
+        facts = self._facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
+        if spec.warm_capacity.enabled:
+            facts = replace(facts, warm_slots=self._warm_running.get(warm_key, 0))
+        return replace(signals, replicas=counts, cluster=facts, observations=observations), counts
+
+    def _decide(self, p: _Prepared, sig: Signals, now: float) -> tuple[CoreState, DecisionResult]:
+        """(the state decided from, the decision and its next state). A state restored from the status that
+        breaks the decision is dropped, and the decision is made from the priors instead."""
+        rt = p.rt
+        prev_state = rt.state or CoreState()
+        try:
+            result = decide(p.policy.spec, sig, prev_state, now, rt.forecast_cfg)
+        except Exception as e:
+            if not rt.restored:
+                raise
+            self._discard_state(p.raw, rt, e)
+            prev_state = CoreState()
+            result = decide(p.policy.spec, sig, prev_state, now, rt.forecast_cfg)
+        rt.restored = False
+        return prev_state, result
 
     def _sync_warm(self, p: _Prepared, d: Decision, dry: bool, running: int, now: float) -> WarmStatus | None:
         """Keep the policy's placeholder Deployment as decided. A failure is the policy's own: counted, logged,

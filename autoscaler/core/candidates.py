@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from autoscaler.core.coldstart import LeadTime
 from autoscaler.core.signals import ReplicaCounts, Signals
 from autoscaler.core.stages.burst import Burst, BurstHold, burst, hold
-from autoscaler.core.stages.capacity import Capacity, capacity
+from autoscaler.core.stages.capacity import Capacity, Learned, Load, capacity
 from autoscaler.core.stages.demand import Demand, demand, queue_stood
 from autoscaler.core.stages.hedge import Hedge, bursting, hedge
 from autoscaler.core.stages.held_queue import HeldQueue, held_queue, idle_beside_backlog
@@ -59,11 +59,11 @@ def candidates(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, st
                 signals.rate_window(), ready)
     # Service beside a backlog the engines hold (or on their way to it) is no throughput sample.
     idle = trusted and idle_beside_backlog(policy, dm, ready, r.kv_cache_usage, state.capacity)
-    cp = capacity(policy, signals, replicas, dm.served, dm.waiting, dm.backlog, r.kv_cache_usage, trusted,
-                  state.capacity, state.slo_capacity, state.load_factor, state.settled_since, state.steady_since,
-                  state.slo_budget, since_last_tick, now, dm.offered, state.beyond_headroom,
-                  state.held_queue or idle, r.running, state.engine_knee,
-                  queue_stood=queue_stood(dm.recent, now, policy.interval_seconds, signals.rate_window(), ready))
+    load = Load(dm.served, dm.waiting, dm.backlog, dm.offered, r.kv_cache_usage, r.running,
+                queue_held=state.held_queue or idle,
+                queue_stood=queue_stood(dm.recent, now, policy.interval_seconds, signals.rate_window(), ready))
+    cp = capacity(policy, signals, replicas, load, Learned.of(state), learn=trusted, since_last_tick=since_last_tick,
+                  now=now)
     pr = predictive(policy, cfg, state.forecast, state.forecast_step_seconds,
                     state.forecast_seed, state.forecast_cache, now, dm.offered, cp.usable, lead.high_seconds)
     hg = hedge(pr.forecast, policy.forecast.step_seconds, lead.high_seconds, policy.slo.quantile, dm.offered,

@@ -38,6 +38,7 @@ from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import EXPLORE, SloCapacity, plan_at, spread_knee
 from autoscaler.core.stages.sizing import replicas_for
 from autoscaler.core.stages.slo_feedback import load_factor, slo_attainment, within_headroom
+from autoscaler.core.state import CoreState
 from autoscaler.policy import CapacitySpec, PolicySpec
 
 MAX_PLANNED_UTILIZATION = 0.95
@@ -172,79 +173,136 @@ def learned_floor(cap: CapacitySpec, throughput: float) -> float:
     return cap.learn_min_factor * min(1.0, throughput)
 
 
-def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, served: float, waiting: float,
-             backlog: float, kv: float | None, learn: bool, previous: CapacityStats, previous_slo: SloCapacity,
-             previous_load_factor: float, previous_settled_since: float | None,
-             previous_steady_since: float | None, previous_budget: SloBudget, since_last_tick: float,
-             now: float, offered: float, previous_beyond: bool, queue_held: bool,
-             running: float | None = None, previous_engine: EngineKnee = NO_ENGINE_EVIDENCE, *,
-             queue_stood: bool) -> Capacity:
-    cap = policy.capacity
-    stale = policy.metrics.staleness_seconds
-    ready = replicas.ready
-    saturated = real_queue(waiting, ready) or (kv is not None and kv >= SATURATED_KV)
+@dataclass(frozen=True, slots=True)
+class Load:
+    """What this tick measured of the fleet's load (stages/demand.py, stages/readings.py)."""
+    served: float  # work being served (replica-equivalents at the prior)
+    waiting: float  # sequences waiting
+    backlog: float  # work waiting in the queue
+    offered: float = 0.0  # served + the queue's change over the rate window
+    kv: float | None = None  # KV-cache use, 0-1
+    running: float | None = None  # sequences running, summed over the fleet
+    # A backlog the engines that took it hold (stages/held_queue.py): their service is no capacity.
+    queue_held: bool = False
+    # A queue stood through the whole window the service was read over (stages/demand.py: queue_stood).
+    queue_stood: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """What the capacity stage carries from one tick to the next (CoreState's fields of the same meaning)."""
+    stats: CapacityStats = field(default_factory=CapacityStats)
+    slo: SloCapacity = field(default_factory=SloCapacity)
+    engine: EngineKnee = NO_ENGINE_EVIDENCE
+    load_factor: float = 1.0
+    settled_since: float | None = None
+    steady_since: float | None = None
+    budget: SloBudget = field(default_factory=SloBudget)
+    beyond_headroom: bool = False
+
+    @classmethod
+    def of(cls, state: CoreState) -> Learned:
+        return cls(state.capacity, state.slo_capacity, state.engine_knee, state.load_factor, state.settled_since,
+                   state.steady_since, state.slo_budget, state.beyond_headroom)
+
+
+def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, load: Load, previous: Learned, *,
+             learn: bool, since_last_tick: float, now: float) -> Capacity:
+    """This tick's capacity: what the learner saw (`_observe`), then the plan it makes of it (`_plan`).
+    `learn`: the tick's metrics are trusted (nothing stale or missing), so the learner may take a sample."""
+    return _plan(policy, load, previous, _observe(policy, signals, replicas, load, previous, learn,
+                                                  since_last_tick, now), replicas.ready, since_last_tick, now)
+
+
+@dataclass(frozen=True, slots=True)
+class _Observed:
+    stats: CapacityStats
+    slo: SloCapacity
+    engine: EngineKnee
+    settled_since: float | None
+    steady_since: float | None
+    budget: SloBudget
+    attained: float | None  # the window's SLO share (None: not judged)
+
+
+def _observe(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, load: Load, previous: Learned,
+             learn: bool, since_last_tick: float, now: float) -> _Observed:
+    """The learner's memory after this tick's window: throughput samples, the steady and settled clocks, the
+    SLO's error budget, and the SLO's and the engine's evidence per load bin."""
+    cap, stale, ready, kv = policy.capacity, policy.metrics.staleness_seconds, replicas.ready, load.kv
+    saturated = real_queue(load.waiting, ready) or (kv is not None and kv >= SATURATED_KV)
     # Throughput equals capacity only under a queue that makes requests wait for capacity: one holding at
     # least the SLO's queue budget of the fleet's service, and standing through the whole window the service
     # was read over (`queue_stood`, stages/demand.py). A long `waiting` count alone is no such queue (vLLM
     # counts a request as waiting until its first step; at several requests a second per replica a few are
     # always waiting), nor is one scrape's burst, and served/ready beside them is a utilisation, not a capacity.
     throughput_bound = (kv is not None and kv >= SATURATED_KV) or (
-        saturated and queue_stood and backlog >= policy.slo.queue_budget_seconds * served)
+        saturated and load.queue_stood and load.backlog >= policy.slo.queue_budget_seconds * load.served)
     # A backlog the engines that took it hold keeps most replicas idle: their service is no capacity.
-    stats = previous.observe(cap, served, ready) if throughput_bound and learn and not queue_held else previous
+    stats = (previous.stats.observe(cap, load.served, ready) if throughput_bound and learn and not load.queue_held
+             else previous.stats)
     # A queue left from before the fleet reached its size drains through the next windows and its requests
     # miss at whatever load the grown fleet carries: the steady clock starts only once no such queue stands.
     steady = not replicas.starting and ready >= replicas.desired > 0
-    steady_since = _since(steady and (previous_steady_since is not None or not saturated), previous_steady_since,
+    steady_since = _since(steady and (previous.steady_since is not None or not saturated), previous.steady_since,
                           now)
     # Settled: nothing starting and no request waiting. Summed over a loaded fleet some request waits at nearly
     # every scrape, so this seldom holds (the SLO feedback's full-pace response seldom runs, an episode past its
     # reach seldom ends); "no real queue" instead was measured and not kept (docs/benchmarks.md, "Tried after AE").
-    settled_since = _since(not replicas.starting and ready >= replicas.desired and waiting < 1.0,
-                           previous_settled_since, now)
+    settled_since = _since(not replicas.starting and ready >= replicas.desired and load.waiting < 1.0,
+                           previous.settled_since, now)
     attained = slo_attainment(policy, signals, stale)
     # A tick with stale metrics judges nothing; a long gap between ticks fades as if it had judged nothing.
-    budget = previous_budget.observe(attained if learn else None, judged(policy, signals),
+    budget = previous.budget.observe(attained if learn else None, judged(policy, signals),
                                      min(since_last_tick, 4 * policy.interval_seconds), signals.rate_window())
-    slo, engine = previous_slo, previous_engine
+    slo, engine = previous.slo, previous.engine
     if (cap.learn and learn and attained is not None and ready > 0 and steady_since is not None
             and now - steady_since >= STEADY_SECONDS):
         requests = judged(policy, signals)
-        missed = (1.0 - attained) * requests if queued(policy, signals, waiting, stale) else 0.0
-        slo = slo.observe(served / ready, requests, missed, ready, now)
-        engine = engine.observe(served / ready, running / ready if running is not None else None,
+        missed = (1.0 - attained) * requests if queued(policy, signals, load.waiting, stale) else 0.0
+        slo = slo.observe(load.served / ready, requests, missed, ready, now)
+        engine = engine.observe(load.served / ready, load.running / ready if load.running is not None else None,
                                 latency_ratio(policy, signals), kv)
-    knee, lift = engine.readings(cap.max_concurrency) if cap.learn else (None, None)
+    return _Observed(stats, slo, engine, settled_since, steady_since, budget, attained)
+
+
+def _plan(policy: PolicySpec, load: Load, previous: Learned, seen: _Observed, ready: int, since_last_tick: float,
+          now: float) -> Capacity:
+    """The capacity at the SLO the plan uses (a factor of the prior, from the knees found, the engine's
+    evidence and the throughput measured), the SLO feedback's load factor, and the work per replica."""
+    cap, stats, slo, budget = policy.capacity, seen.stats, seen.slo, seen.budget
+    knee, lift = seen.engine.readings(cap.max_concurrency) if cap.learn else (None, None)
     explore = budget.explore(policy.slo.quantile, EXPLORE)
     throughput = stats.factor(cap)
     over, held, trend = slo.limits(policy.slo.quantile)
     if cap.learn:
         fleet = slo.miss_fleet()
-        factor = plan_at(planned_knee(over, fleet, knee, offered, explore), held, lifted_share(lift),
+        factor = plan_at(planned_knee(over, fleet, knee, load.offered, explore), held, lifted_share(lift),
                          learned_floor(cap, throughput), cap.learn_max_factor, explore,
-                         planned_knee(trend, fleet, knee, offered, explore))
+                         planned_knee(trend, fleet, knee, load.offered, explore))
         if len(stats.samples) >= MIN_SATURATED_SAMPLES:
             factor = min(factor, MAX_PLANNED_UTILIZATION * throughput)
     else:
         factor = 1.0
-    planned = factor * planned_share(cap, previous_load_factor)
-    at_plan = ready > 0 and served / ready >= AT_PLAN_SHARE * planned
+    planned = factor * planned_share(cap, previous.load_factor)
+    at_plan = ready > 0 and load.served / ready >= AT_PLAN_SHARE * planned
+    settled_since = seen.settled_since
     # An episode (from the fleet leaving its settled state to settling again) is past the feedback's reach
     # once one of its ticks was: the backlog of a step drains through the replicas that come up after it,
     # and those misses are the step's too.
     beyond = settled_since is None and (
-        previous_beyond or not within_headroom(policy, offered, ready, previous_load_factor, factor))
+        previous.beyond_headroom or not within_headroom(policy, load.offered, ready, previous.load_factor, factor))
     burn, recent_burn = budget.burn(policy.slo.quantile), budget.recent_burn(policy.slo.quantile)
-    lf = load_factor(policy, attained if cap.slo_feedback.enabled else None, previous_load_factor, since_last_tick,
-                     now - settled_since if settled_since is not None else 0.0, burn, at_plan, coverable=not beyond,
-                     recent_burn=recent_burn)
+    lf = load_factor(policy, seen.attained if cap.slo_feedback.enabled else None, previous.load_factor,
+                     since_last_tick, now - settled_since if settled_since is not None else 0.0, burn, at_plan,
+                     coverable=not beyond, recent_burn=recent_burn)
     if not cap.learn:  # the prior as stated: planned at the target utilization, never past 95% of it
-        return Capacity(stats, slo, 1.0, 1.0, lf, planned_share(cap, lf), settled_since, steady_since, budget, 0.0,
-                        engine=engine, burn=burn, recent_burn=recent_burn)
+        return Capacity(stats, slo, 1.0, 1.0, lf, planned_share(cap, lf), settled_since, seen.steady_since, budget,
+                        0.0, engine=seen.engine, burn=burn, recent_burn=recent_burn)
     usable = factor * planned_share(cap, lf)
     untested = held * (1.0 + explore) if over is None and held is not None else None
-    return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, steady_since, budget, explore,
-                    untested, beyond, engine, knee, over, trend, slo.pending(policy.slo.quantile), lift, burn,
+    return Capacity(stats, slo, factor, throughput, lf, usable, settled_since, seen.steady_since, budget, explore,
+                    untested, beyond, seen.engine, knee, over, trend, slo.pending(policy.slo.quantile), lift, burn,
                     recent_burn)
 
 

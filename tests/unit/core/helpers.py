@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from autoscaler.core import Measured, ReplicaCounts, Signals, StartingReplica
-from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.engine_knee import EngineKnee
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
-from autoscaler.core.stages.capacity import Capacity, capacity
+from autoscaler.core.stages.capacity import Capacity, Learned, Load, capacity
 from autoscaler.policy import PolicySpec
 
 BASE: dict[str, Any] = {
@@ -61,6 +60,7 @@ def capacity_stage(engine: EngineKnee, steady: float | None = None, running: flo
     """The capacity stage on one learning tick of 4 ready replicas (target utilization 1.0) with this
     engine evidence and these SLO bins."""
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
-    return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4), 2.0, 0.0, 0.0, 0.3, True,
-                    CapacityStats(), slo or SloCapacity(), 1.0, None, steady, budget or SloBudget(), 15.0, 1000.0,
-                    offered, False, False, running, engine, queue_stood=True)
+    return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4),
+                    Load(2.0, 0.0, 0.0, offered, 0.3, running),
+                    Learned(slo=slo or SloCapacity(), engine=engine, steady_since=steady,
+                            budget=budget or SloBudget()), learn=True, since_last_tick=15.0, now=1000.0)

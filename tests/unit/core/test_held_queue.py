@@ -7,9 +7,7 @@ from dataclasses import replace
 from autoscaler.core import CoreState, Measured, ReplicaCounts, decide
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.signals import Signals, StartingReplica
-from autoscaler.core.slo_budget import SloBudget
-from autoscaler.core.slo_capacity import SloCapacity
-from autoscaler.core.stages.capacity import capacity
+from autoscaler.core.stages.capacity import Learned, Load, capacity
 from autoscaler.core.stages.demand import Demand
 from autoscaler.core.stages.held_queue import HELD_SHARE, held_queue
 from autoscaler.core.stages.sizing import replicas_for
@@ -102,8 +100,8 @@ def test_the_service_of_a_held_backlog_is_no_throughput_sample() -> None:
     reps = ReplicaCounts(desired=60, ready=60)
 
     def cap(held: bool):
-        return capacity(pol, Signals(), reps, SERVED, 5000.0, 500.0, 0.3, True, CapacityStats(), SloCapacity(), 1.0,
-                        None, None, SloBudget(), 15.0, 1000.0, SERVED, False, held, queue_stood=True)
+        return capacity(pol, Signals(), reps, Load(SERVED, 5000.0, 500.0, SERVED, 0.3, queue_held=held), Learned(),
+                        learn=True, since_last_tick=15.0, now=1000.0)
 
     assert cap(False).stats.samples == (SERVED / 60,)  # a real queue: served/ready is taken as throughput
     assert cap(True).stats.samples == ()

@@ -14,7 +14,7 @@ from autoscaler.core.signals import ClusterFacts, LatencyHistogram, ReplicaCount
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
 from autoscaler.core.stages.bounds import binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, capacity, learned_floor, untested_floor
+from autoscaler.core.stages.capacity import PRIOR_SLO_SHARE, Learned, Load, capacity, learned_floor, untested_floor
 from autoscaler.core.stages.demand import (
     DEFAULT_GENERATION_TOKENS,
     confirmed,
@@ -162,13 +162,13 @@ def test_a_queue_stood_only_if_every_sample_of_the_rate_window_was_a_real_queue(
     reps = ReplicaCounts(desired=4, ready=4)
 
     def sampled(stood: bool) -> tuple[float, ...]:
-        return capacity(pol, Signals(), reps, 8.0, 50.0, 50.0, 0.3, True, CapacityStats(), SloCapacity(), 1.0,
-                        None, None, SloBudget(), 15.0, 1000.0, 0.0, False, False, queue_stood=stood).stats.samples
+        return capacity(pol, Signals(), reps, Load(8.0, 50.0, 50.0, kv=0.3, queue_stood=stood), Learned(),
+                        learn=True, since_last_tick=15.0, now=1000.0).stats.samples
 
     assert sampled(True) == (2.0,) and sampled(False) == ()
     # a full KV cache bounds the pace whether or not a queue stood
-    assert capacity(pol, Signals(), reps, 8.0, 0.0, 0.0, 0.97, True, CapacityStats(), SloCapacity(), 1.0, None, None,
-                    SloBudget(), 15.0, 1000.0, 0.0, False, False, queue_stood=False).stats.samples == (2.0,)
+    assert capacity(pol, Signals(), reps, Load(8.0, 0.0, 0.0, kv=0.97, queue_stood=False), Learned(), learn=True,
+                    since_last_tick=15.0, now=1000.0).stats.samples == (2.0,)
 
 
 def test_demand_subtracts_the_drain_over_the_window_the_service_was_read_over() -> None:
@@ -195,9 +195,10 @@ def test_demand_subtracts_the_drain_over_the_window_the_service_was_read_over() 
 def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, signals=None, now=1000.0,
          backlog=None, budget=None, stats=None):
     # backlog: the queue in work units (default: one replica-second per waiting sequence)
-    return capacity(pol, signals or Signals(), reps, served, waiting, waiting if backlog is None else backlog, kv,
-                    learn, stats or CapacityStats(), slo or SloCapacity(), 1.0, None, steady,
-                    budget or SloBudget(), 15.0, now, 0.0, False, False, queue_stood=True)
+    return capacity(pol, signals or Signals(), reps,
+                    Load(served, waiting, waiting if backlog is None else backlog, kv=kv),
+                    Learned(stats or CapacityStats(), slo or SloCapacity(), steady_since=steady,
+                            budget=budget or SloBudget()), learn=learn, since_last_tick=15.0, now=now)
 
 
 def test_capacity_learns_throughput_only_under_a_real_queue_and_caps_planned_utilization() -> None:
@@ -321,9 +322,9 @@ def test_an_episode_past_the_factors_reach_buys_no_headroom_until_the_fleet_sett
     assert (burning.burn(0.99) or 0.0) >= 2.0
 
     def tick(reps: ReplicaCounts, offered: float, beyond: bool, waiting: float = 50.0):
-        return capacity(pol, missing, reps, min(offered, 2.0), waiting, waiting, 0.3, True, CapacityStats(),
-                        SloCapacity(), 1.0, None, None, burning, 15.0, 1000.0, offered, beyond, False,
-                        queue_stood=True)
+        return capacity(pol, missing, reps, Load(min(offered, 2.0), waiting, waiting, offered, 0.3),
+                        Learned(budget=burning, beyond_headroom=beyond), learn=True, since_last_tick=15.0,
+                        now=1000.0)
 
     # A rise the factor could have covered (2.4 on 4 ready at 0.8 of the prior each): its misses raise it.
     rise = tick(starting, 2.4, False)

@@ -49,7 +49,6 @@ from autoscaler.controller.status import (
     decision_conditions,
     decision_status,
     learned_status,
-    slo_infeasible_condition,
     slo_infeasible_event,
     state_fingerprint,
     status_fingerprint,
@@ -815,7 +814,6 @@ class Reconciler:
         slo_before = get_condition(conds, SLO_INFEASIBLE)
         conds = decision_conditions(conds, policy.spec, d, reading, desc=desc, ready=ready, starting=starting,
                                     dry_why=dry_why, source_error=source_error, now=now, gen=gen)
-        slo_now = slo_infeasible_condition(policy.spec, d)
         status.update(
             observedGeneration=gen,
             desiredReplicas=d.desired_replicas,
@@ -846,7 +844,7 @@ class Reconciler:
         if p.deletion_cost is not None:
             status["deletionCost"] = p.deletion_cost
         self._persist(raw, rt, status, now)
-        if (slo_event := slo_infeasible_event(slo_before, *slo_now)) is not None:
+        if (slo_event := slo_infeasible_event(slo_before, get_condition(conds, SLO_INFEASIBLE))) is not None:
             self.recorder.record(raw, *slo_event)
 
         self.metrics.decided(policy.metadata.namespace, policy.metadata.name, d, reading.replicas, ready)

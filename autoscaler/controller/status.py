@@ -53,14 +53,16 @@ def slo_infeasible_condition(spec: PolicySpec, decision: Decision) -> tuple[bool
                                f"budget)" if share > 0 else decision.slo_infeasible_message)
 
 
-def slo_infeasible_event(previous: dict[str, Any] | None, status: bool | None, reason: str,
-                         message: str) -> tuple[str, str, str] | None:
-    """(type, reason, message) of the event for a transition of SLOInfeasible, or None: into True (from
-    anything) is a Warning, from True to False a Normal "SLOFeasible"; Unknown and unchanged are quiet."""
+def slo_infeasible_event(previous: dict[str, Any] | None,
+                         current: dict[str, Any] | None) -> tuple[str, str, str] | None:
+    """(type, reason, message) of the event for a transition of the SLOInfeasible condition from `previous` to
+    `current`, or None: into True (from anything) is a Warning, from True to False a Normal "SLOFeasible";
+    Unknown and unchanged are quiet."""
     before = previous.get("status") if previous else None
-    if status is True and before != "True":
+    after, message = (current.get("status"), current.get("message", "")) if current else (None, "")
+    if after == "True" and before != "True":
         return "Warning", "SLOInfeasible", message
-    if status is False and before == "True":
+    if after == "False" and before == "True":
         return "Normal", "SLOFeasible", message
     return None
 

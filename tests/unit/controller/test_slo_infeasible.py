@@ -81,3 +81,18 @@ def test_a_slope_covering_prefill_makes_long_prompts_feasible(kube, api) -> None
     cond = condition(status_of(kube), "SLOInfeasible")
     assert cond["status"] == "False"
     assert reasons(kube) == []
+
+
+def test_the_event_follows_the_conditions_transition() -> None:
+    from autoscaler.controller.status import slo_infeasible_event
+
+    def cond(status: str) -> dict[str, str]:
+        return {"type": "SLOInfeasible", "status": status, "message": f"m-{status}"}
+
+    assert slo_infeasible_event(None, cond("True")) == ("Warning", "SLOInfeasible", "m-True")
+    assert slo_infeasible_event(cond("Unknown"), cond("True")) == ("Warning", "SLOInfeasible", "m-True")
+    assert slo_infeasible_event(cond("True"), cond("False")) == ("Normal", "SLOFeasible", "m-False")
+    assert slo_infeasible_event(cond("True"), cond("True")) is None
+    assert slo_infeasible_event(None, cond("False")) is None
+    assert slo_infeasible_event(cond("True"), cond("Unknown")) is None
+    assert slo_infeasible_event(cond("False"), None) is None

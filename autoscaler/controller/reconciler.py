@@ -134,6 +134,35 @@ class _Prepared:
     deletion_cost: Obj | None = None  # status.deletionCost from this decision, None: leave it as it is
 
 
+@dataclass(frozen=True)
+class _Cluster:
+    """The cluster as the tick found it, read once and shared by every policy decided in it."""
+    pods: Sequence[Obj]
+    index: PodIndex
+    nodes: list[Obj]
+    events: dict[str, list[Any]]  # by pod UID
+    gpus_used: dict[str, int]  # by node
+    node_created: dict[str, float]
+    node_ready: dict[str, float]
+    owner_of: Mapping[TargetKey, Claim]  # which policy claims each target
+    autoscalers: Mapping[TargetKey, OtherAutoscaler]  # HPAs, KEDA ScaledObjects and the like, by target
+
+
+@dataclass(frozen=True)
+class _Collected:
+    """The metric source's answer for the tick's policies."""
+    signals: dict[str, Signals]
+    refused: dict[str, str]  # the source's reason per policy it had no metrics for
+    error: str | None = None  # the whole source failed
+
+    def of(self, p: _Prepared) -> Signals:
+        return self.signals.get(p.policy.key, Signals())
+
+    def why_missing(self, p: _Prepared) -> str | None:
+        """The source's own reason this policy has no metrics (whole source down, or this policy refused)."""
+        return self.error or self.refused.get(p.policy.key)
+
+
 @dataclass
 class TickReport:
     due: int = 0
@@ -254,54 +283,25 @@ class Reconciler:
         now: float,
         report: TickReport,
     ) -> None:
-        pods = self.list_pods()
-        index = LabelPodIndex(pods)
-        nodes = list(self.list_nodes())
-        events = events_by_pod_uid(self.list_events())
-        gpus_used = gpu_usage_by_node(pods)
-        node_created = node_creation_times(nodes)
-        node_ready = node_ready_times(nodes)
-        self.warm_nodes.see(pods, now)
-        self._warm_running = running_placeholders(pods)
-        owner_of = owners(self._claims(raws))
-        autoscalers = self._autoscalers()
+        """Read every target, collect the metrics, decide and write, then record: each phase runs for many
+        policies at once (API round trips dominate a tick; each policy's own steps stay in order, and policies
+        share nothing but thread-safe caches and counters)."""
+        cluster = self._cluster(raws, now)
 
-        # API round trips dominate a tick: run them for many policies at once (each policy's own steps
-        # stay in order; policies share nothing but thread-safe caches and counters).
         def read(v: tuple[ModelScalingPolicy, Obj, PolicyRuntime]) -> _Prepared | None:
             policy, raw, rt = v
-            return self._guarded(
-                raw, rt, now, "read target", self._read_target, policy, raw, rt, index, now, owner_of, autoscalers
-            )
+            return self._guarded(raw, rt, now, "read target", self._read_target, policy, raw, rt, cluster, now)
 
         reads = self._run_phase(read, valid, [rt for _, _, rt in valid])
         prepared = [p for p in reads if p is not None]
         report.errors += sum(1 for (_, _, rt), p in zip(valid, reads, strict=True) if p is None and rt.failures)
-
-        signals: dict[str, Signals] = {}
-        source_error: str | None = None
-        refused: dict[str, str] = {}
-        if prepared:
-            try:
-                signals = self.source.collect([p.policy for p in prepared], now)
-                refused = dict(getattr(self.source, "policy_errors", None) or {})
-            except Exception as e:  # a broken source must not stop scaling decisions (they hold instead)
-                source_error = f"metric source failed: {type(e).__name__}: {e}"
-                self.metrics.source_errors.inc()
-                log.warning(source_error)
-
-        def why_missing(p: _Prepared) -> str | None:
-            """The source's own reason this policy has no metrics (whole source down, or this policy refused)."""
-            return source_error or refused.get(p.policy.key)
+        collected = self._collect(prepared, now)
 
         def act(p: _Prepared) -> bool | None:
             if not self.is_leader():  # lost the lease mid-tick: stop acting at once
                 return None
-            sig = signals.get(p.policy.key, Signals())
-            return self._guarded(
-                p.raw, p.rt, now, "decide", self._act, p, sig, events, nodes, gpus_used, node_created, node_ready, now,
-                why_missing(p),
-            )
+            return self._guarded(p.raw, p.rt, now, "decide", self._act, p, collected.of(p), cluster, now,
+                                 collected.why_missing(p))
 
         acted = self._run_phase(act, prepared, [p.rt for p in prepared])
 
@@ -311,10 +311,42 @@ class Reconciler:
             if p.decided is None or not self.is_leader():
                 return None
             return self._guarded(p.raw, p.rt, now, "record", self._record_decision, p, *p.decided, now,
-                                 why_missing(p))
+                                 collected.why_missing(p))
 
         recorded = [p for p, wrote in zip(prepared, acted, strict=True) if wrote is not None]
         self._run_phase(record, recorded, [p.rt for p in recorded])
+        self._count(prepared, acted, report)
+        # A policy still in flight past its phase budget may be observing pods right now: forget the pods
+        # that are gone only when no policy is (the observer's bookkeeping is not safe against that).
+        if not any(self._busy(rt) for rt in self.runtimes.values()):
+            self.observer.forget_except({(pod.get("metadata") or {}).get("uid", "") for pod in cluster.pods})
+
+    def _cluster(self, raws: dict[str, Obj], now: float) -> _Cluster:
+        """One read of the pods, nodes, events and other autoscalers for the whole tick."""
+        pods = self.list_pods()
+        nodes = list(self.list_nodes())
+        self.warm_nodes.see(pods, now)
+        self._warm_running = running_placeholders(pods)
+        return _Cluster(pods, LabelPodIndex(pods), nodes, events_by_pod_uid(self.list_events()),
+                        gpu_usage_by_node(pods), node_creation_times(nodes), node_ready_times(nodes),
+                        owners(self._claims(raws)), self._autoscalers())
+
+    def _collect(self, prepared: list[_Prepared], now: float) -> _Collected:
+        """The metric source's signals for the policies whose targets were read. A broken source does not
+        stop the decisions: its error is every policy's reason for missing metrics, and they hold."""
+        if not prepared:
+            return _Collected({}, {})
+        try:
+            signals = self.source.collect([p.policy for p in prepared], now)
+            return _Collected(signals, dict(getattr(self.source, "policy_errors", None) or {}))
+        except Exception as e:
+            error = f"metric source failed: {type(e).__name__}: {e}"
+            self.metrics.source_errors.inc()
+            log.warning(error)
+            return _Collected({}, {}, error)
+
+    def _count(self, prepared: list[_Prepared], acted: list[bool | None], report: TickReport) -> None:
+        """The tick's writes, errors and reconciled policies (None: no result, from a lost lease or a failure)."""
         for p, wrote in zip(prepared, acted, strict=True):
             if wrote is None:
                 if not self.is_leader():
@@ -325,11 +357,6 @@ class Reconciler:
             report.writes += 1 if wrote else 0
             report.errors += 1 if p.rt.failures else 0
             report.reconciled += 1
-        # A policy still in flight past its phase budget may be observing pods right now: forget the pods
-        # that are gone only when no policy is (the observer's bookkeeping is not safe against that).
-        if not any(self._busy(rt) for rt in self.runtimes.values()):
-            live = {(pod.get("metadata") or {}).get("uid", "") for pod in pods}
-            self.observer.forget_except(live)
 
     def _run_phase(self, fn: Callable[[Any], Any], items: Sequence[Any], rts: Sequence[PolicyRuntime]) -> list[Any]:
         """Run `fn` over `items` in the pool; wait at most the phase budget. A straggler (an API call that
@@ -475,10 +502,8 @@ class Reconciler:
         policy: ModelScalingPolicy,
         raw: Obj,
         rt: PolicyRuntime,
-        index: PodIndex,
+        cluster: _Cluster,
         now: float,
-        owner_of: Mapping[TargetKey, Claim] | None = None,
-        autoscalers: Mapping[TargetKey, OtherAutoscaler] | None = None,
     ) -> _Prepared | None:
         ns = policy.metadata.namespace  # a target is only ever looked up in the policy's own namespace
         spec = policy.spec
@@ -497,10 +522,10 @@ class Reconciler:
             self._api_failure(raw, rt, now, spec.interval_seconds, "read target", e)
             return None
         claim = Claim(policy.key, "", target_keys(spec.target_ref, ns))
-        conflict = find_conflict(claim, owner_of or {}, autoscalers or {})
+        conflict = find_conflict(claim, cluster.owner_of, cluster.autoscalers)
         if conflict is not None and reading.blocked is None:
             reading = replace(reading, blocked=TargetBlocked(*conflict))
-        pods = index.select(ns, reading.selector)
+        pods = cluster.index.select(ns, reading.selector)
         rt.pod_addresses = [ip for p in pods if is_ready(p) and (ip := (p.get("status") or {}).get("podIP"))]
         return _Prepared(policy, raw, rt, target, reading, pods)
 
@@ -508,18 +533,14 @@ class Reconciler:
         self,
         p: _Prepared,
         signals: Signals,
-        events: dict[str, list[Any]],
-        nodes: list[Obj],
-        gpus_used: dict[str, int],
-        node_created: dict[str, float],
-        node_ready: dict[str, float],
+        cluster: _Cluster,
         now: float,
         source_error: str | None,
     ) -> bool:
         policy, rt, reading = p.policy, p.rt, p.reading
         spec = policy.spec
         warm_key = (policy.metadata.namespace, warm_label_value(policy.metadata.name))
-        sig, counts = self._signals(p, signals, events, nodes, gpus_used, node_created, node_ready, warm_key, now)
+        sig, counts = self._signals(p, signals, cluster, warm_key, now)
         prev_state, result = self._decide(p, sig, now)
         d = result.decision
         dry = self.dry_run or spec.dry_run
@@ -568,18 +589,19 @@ class Reconciler:
         p.warm = self._sync_warm(p, d, dry or blocked is not None, self._warm_running.get(warm_key, 0), now)
         return applied
 
-    def _signals(self, p: _Prepared, signals: Signals, events: dict[str, list[Any]], nodes: list[Obj],
-                 gpus_used: dict[str, int], node_created: dict[str, float], node_ready: dict[str, float],
-                 warm_key: tuple[str, str], now: float) -> tuple[Signals, ReplicaCounts]:
+    def _signals(self, p: _Prepared, signals: Signals, cluster: _Cluster, warm_key: tuple[str, str],
+                 now: float) -> tuple[Signals, ReplicaCounts]:
         """The source's signals for the policy with what the cluster says beside them: the target's replica
         counts (its pods, those leaving drained nodes; returned beside the signals too), the cold-start stages
         observed on its pods, events and nodes, and the cluster's facts (GPUs free, warm placeholders running)."""
         spec, key = p.policy.spec, p.policy.key
         counts = replica_counts(p.reading.replicas, p.pods, now)
-        counts = replace(counts, leaving=self.drain.leaving(key, p.pods, nodes))
-        observations = self.observer.observe(key, p.pods, events, node_created, self.warm_nodes.nodes(*warm_key),
-                                             2 * spec.interval_seconds, node_ready)
-        facts = self._facts(p.pods[0] if p.pods else None, nodes, gpus_used, spec.model.gpus_per_replica)
+        counts = replace(counts, leaving=self.drain.leaving(key, p.pods, cluster.nodes))
+        observations = self.observer.observe(key, p.pods, cluster.events, cluster.node_created,
+                                             self.warm_nodes.nodes(*warm_key), 2 * spec.interval_seconds,
+                                             cluster.node_ready)
+        facts = self._facts(p.pods[0] if p.pods else None, cluster.nodes, cluster.gpus_used,
+                            spec.model.gpus_per_replica)
         if spec.warm_capacity.enabled:
             facts = replace(facts, warm_slots=self._warm_running.get(warm_key, 0))
         return replace(signals, replicas=counts, cluster=facts, observations=observations), counts

@@ -160,19 +160,7 @@ def observe(config: ForecastConfig, state: ForecastState, t_seconds: float, valu
             s = _close_bucket(config, s, carried, record_errors=False)
     if _refit_due(config, s):
         s = _refit(config, s)
-    return ForecastState(
-        s.history,
-        index,
-        value,
-        1,
-        t_seconds,
-        s.last_refit_index,
-        s.period_steps,
-        s.holt,
-        s.seasonal,
-        s.past,
-        s.errors,
-    )
+    return replace(s, bucket_index=index, bucket_sum=value, bucket_count=1, last_t_seconds=t_seconds)
 
 
 def from_history(
@@ -245,19 +233,7 @@ def _close_bucket(
     if seasonal is not None:
         newest[3:5] = seasonal.holt.level, seasonal.holt.trend
     past = np.concatenate((s.past[1:], [newest]))
-    return ForecastState(
-        s.history.append(y),
-        s.bucket_index,
-        s.bucket_sum,
-        s.bucket_count,
-        s.last_t_seconds,
-        s.last_refit_index,
-        s.period_steps,
-        holt,
-        seasonal,
-        frozen(past),
-        errors,
-    )
+    return replace(s, history=s.history.append(y), holt=holt, seasonal=seasonal, past=frozen(past), errors=errors)
 
 
 def _step_models(s: ForecastState, y: float) -> tuple[HoltState | None, SeasonalState | None]:
@@ -277,19 +253,7 @@ def _closed_for_forecast(s: ForecastState, y: float) -> ForecastState:
     """What predict() forecasts from: s with its open bucket closed at value y, i.e. history and models as
     `_close_bucket(record_errors=False)` leaves them, but `past` not rolled (predict never reads it)."""
     holt, seasonal = _step_models(s, y)
-    return ForecastState(
-        s.history.append(y),
-        s.bucket_index,
-        s.bucket_sum,
-        s.bucket_count,
-        s.last_t_seconds,
-        s.last_refit_index,
-        s.period_steps,
-        holt,
-        seasonal,
-        s.past,
-        s.errors,
-    )
+    return replace(s, history=s.history.append(y), holt=holt, seasonal=seasonal)
 
 
 @lru_cache(maxsize=256)

@@ -178,41 +178,59 @@ def _samples(lines: list[str]) -> Iterator[tuple[str, dict[str, str], float]]:
         yield read_sample(line.rstrip("\r"))
 
 
+_Sample = tuple[str, dict[str, str], float]
+_Wanted = dict[str, list[tuple[SignalName, MetricRef, int]]]
+
+
 def read_pod_metrics(text: str, engine: EngineMetrics, model: str | None, *,
                      deadline: float | None = None) -> PodMetrics:
     """The samples of `text` that belong to `model` (by the engine's model label; all samples when the
     engine has none or `model` is None), grouped by signal. Raises ExpositionError on unparseable text
     or a page over the caps, ExpositionTimeout when `time.monotonic()` passes `deadline` while parsing."""
-    wanted: dict[str, list[tuple[SignalName, MetricRef, int]]] = {}
+    lines = text.split("\n", MAX_LINES)
+    if len(lines) > MAX_LINES:
+        raise ExpositionError(f"page has over {MAX_LINES} lines")
+    wanted, clock = _wanted(engine), _Deadline(deadline)
+    # Only the lines of wanted samples are parsed: a vLLM page is ~60 % other series.
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        clock.check(i)
+        if _sample_name(line) in wanted:
+            kept.append(line)
+    return _grouped(_found(kept, wanted, engine, model, clock), engine)
+
+
+def _wanted(engine: EngineMetrics) -> _Wanted:
+    """Sample name → (signal, reference, rank among the signal's alternatives) for every signal the engine has."""
+    wanted: _Wanted = {}
     for signal in SignalName:
         for rank, ref in enumerate(engine.refs(signal)):
             sample_name = ref.name + ("_bucket" if SIGNAL_KIND[signal] == "quantile" else "")
             wanted.setdefault(sample_name, []).append((signal, ref, rank))
+    return wanted
 
-    lines = text.split("\n", MAX_LINES)
-    if len(lines) > MAX_LINES:
-        raise ExpositionError(f"page has over {MAX_LINES} lines")
 
-    work = [0]  # characters parsed since the last deadline check
+class _Deadline:
+    """Checks `time.monotonic()` against the deadline every _DEADLINE_EVERY lines or _DEADLINE_CHARS characters."""
 
-    def check_deadline(i: int, chars: int = 0) -> None:
-        work[0] += chars
-        if deadline is not None and (i % _DEADLINE_EVERY == 0 or work[0] > _DEADLINE_CHARS):
-            work[0] = 0
-            if time.monotonic() > deadline:
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline, self.work = deadline, 0
+
+    def check(self, i: int, chars: int = 0) -> None:
+        """Raises ExpositionTimeout once the deadline has passed (at line `i`, `chars` more parsed)."""
+        self.work += chars
+        if self.deadline is not None and (i % _DEADLINE_EVERY == 0 or self.work > _DEADLINE_CHARS):
+            self.work = 0
+            if time.monotonic() > self.deadline:
                 raise ExpositionTimeout(f"parsing passed the deadline at line {i}")
 
-    # Only the lines of wanted samples are parsed: a vLLM page is ~60 % other series.
-    kept: list[str] = []
-    for i, line in enumerate(lines):
-        check_deadline(i)
-        if _sample_name(line) in wanted:
-            kept.append(line)
-    # For each signal, samples per alternative rank; the lowest rank present wins.
-    found: dict[SignalName, dict[int, list[tuple[str, dict[str, str], float]]]] = {}
-    out = PodMetrics()
+
+def _found(kept: list[str], wanted: _Wanted, engine: EngineMetrics, model: str | None,
+           clock: _Deadline) -> dict[SignalName, list[_Sample]]:
+    """For each signal, the samples of its lowest-ranked alternative present on the page (and of the model)."""
+    found: dict[SignalName, dict[int, list[_Sample]]] = {}
     for i, line in enumerate(kept):
-        check_deadline(i, len(line))
+        clock.check(i, len(line))
         try:
             name, labels, value = read_sample(line.rstrip("\r"))
         except ValueError as e:
@@ -225,9 +243,14 @@ def read_pod_metrics(text: str, engine: EngineMetrics, model: str | None, *,
         for signal, ref, rank in hits:
             if _matches(labels, ref):
                 found.setdefault(signal, {}).setdefault(rank, []).append((name, labels, value))
+    return {signal: by_rank[min(by_rank)] for signal, by_rank in found.items()}
 
-    for signal, by_rank in found.items():
-        samples = by_rank[min(by_rank)]
+
+def _grouped(found: dict[SignalName, list[_Sample]], engine: EngineMetrics) -> PodMetrics:
+    """The samples as gauges, counters and histogram buckets; a signal with any non-finite, negative or
+    implausible sample is tainted and keeps no partial numbers."""
+    out = PodMetrics()
+    for signal, samples in found.items():
         kind = SIGNAL_KIND[signal]
         for name, labels, value in samples:
             if not math.isfinite(value):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from autoscaler.backtest.history import History
-from autoscaler.core import CoreState, Measured, Signals
+from autoscaler.core import CoreState, Measured, ReplicaCounts, Signals
 from autoscaler.core.decide import decide, forecast_config
 from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.base import HISTOGRAM_FIELDS, load_signals, with_histograms
@@ -122,6 +122,22 @@ def _estimate(fleet: Any, end: float, slo_ttft: float) -> Estimate:
     return Estimate(o.attainment, o.ttft_p90_seconds, o.gpu_hours, o.requests)
 
 
+def _tick_signals(history: History, i: int, fleet: Any, desired: int, t_rel: float) -> Signals:
+    """The signals of the history's step `i`, with the replica counts, cluster facts and cold-start
+    observations of the fleet replaying ours (a FluidFleet, advanced to `t_rel`); without one (no request rate
+    to replay) every replica ours asked for counts as ready."""
+    values = {s: Measured(v, 0.0) for s in SignalName if (v := history.value(s, i)) is not None}
+    hists = {s: history.histogram(s, i) for s in HISTOGRAM_FIELDS}
+    if fleet is None:
+        return replace(with_histograms(load_signals(values, Signals()), hists),
+                       replicas=ReplicaCounts(desired=desired, ready=desired),
+                       rate_window_seconds=history.window_seconds)
+    fleet.advance(t_rel)
+    return replace(with_histograms(load_signals(values), hists), replicas=fleet.replica_counts(t_rel),
+                   rate_window_seconds=history.window_seconds, cluster=fleet.cluster_facts(t_rel),
+                   observations=fleet.take_observations(t_rel))
+
+
 def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:
     from simulations.fluid import FluidFleet
 
@@ -150,24 +166,10 @@ def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:
     ours = np.zeros(n, dtype=np.int64)
     ours_ready = np.zeros(n, dtype=np.int64)
     reasons: list[str] = []
-    from autoscaler.core import ReplicaCounts
-
     desired = initial
     for i in range(n):
         t_rel = i * step
-        values = {s: Measured(v, 0.0) for s in SignalName if (v := history.value(s, i)) is not None}
-        hists = {s: history.histogram(s, i) for s in HISTOGRAM_FIELDS}
-        if ours_fleet is not None:
-            ours_fleet.advance(t_rel)
-            counts = ours_fleet.replica_counts(t_rel)
-            sig = replace(with_histograms(load_signals(values), hists), replicas=counts,
-                          rate_window_seconds=history.window_seconds,
-                          cluster=ours_fleet.cluster_facts(t_rel), observations=ours_fleet.take_observations(t_rel))
-        else:
-            sig = replace(with_histograms(load_signals(values, Signals()), hists),
-                          replicas=ReplicaCounts(desired=desired, ready=desired),
-                          rate_window_seconds=history.window_seconds)
-        result = decide(spec, sig, state, float(times[i]), fcfg)
+        result = decide(spec, _tick_signals(history, i, ours_fleet, desired, t_rel), state, float(times[i]), fcfg)
         state = result.state
         d = result.decision
         if d.desired_replicas is not None:
@@ -190,7 +192,7 @@ def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:
         if first_actual is not None:
             act_fleet = FluidFleet(workload, serving, cold, initial_replicas=initial)
             current = initial
-            for i in range(n):
+            for i in range(n):  # the replica counts the history recorded, as targets of the same fleet
                 if math.isfinite(actual[i]) and int(actual[i]) != current:
                     current = int(actual[i])
                     act_fleet.set_target(current, i * step)

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from simulations.provenance import stamp_line
 from simulations.scenario import (
     Scenario,
     bench_scenario_names,
@@ -211,13 +212,16 @@ def days_summary(file: str) -> str:
 
 
 def write_readme(readme: Path, text: str, marker: str = "seeds") -> None:
-    """Replace what stands between the `marker` markers; ValueError when the markers are missing."""
+    """Replace what stands between the `marker` markers, with the stamp of the headline in the tree's
+    docs/benchmarks.md (simulations/provenance.py); ValueError when the markers are missing."""
     start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     doc = readme.read_text(encoding="utf-8")
     i, j = doc.find(start), doc.find(end)
     if i < 0 or j < i:
         raise ValueError(f"{readme}: add the lines {start} and {end} where the summary goes")
-    readme.write_text(doc[:i + len(start)] + "\n" + text + "\n" + doc[j:], encoding="utf-8")
+    stamp = stamp_line(readme)
+    body = text if stamp is None else f"{text}\n{stamp}"
+    readme.write_text(doc[:i + len(start)] + "\n" + body + "\n" + doc[j:], encoding="utf-8")
 
 
 def table(files: list[str]) -> list[str]:

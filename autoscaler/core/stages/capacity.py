@@ -184,8 +184,9 @@ class Load:
     running: float | None = None  # sequences running, summed over the fleet
     # A backlog the engines that took it hold (stages/held_queue.py): their service is no capacity.
     queue_held: bool = False
-    # A queue stood through the whole window the service was read over (stages/demand.py: queue_stood).
-    queue_stood: bool = True
+    # A queue stood through the whole window the service was read over (stages/demand.py: queue_stood); until
+    # one is said to have, no service is a throughput sample.
+    queue_stood: bool = False
 
 
 @dataclass(frozen=True, slots=True)

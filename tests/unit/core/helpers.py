@@ -61,6 +61,6 @@ def capacity_stage(engine: EngineKnee, steady: float | None = None, running: flo
     engine evidence and these SLO bins."""
     pol = policy(capacity={"learn": True, "targetUtilization": 1.0})
     return capacity(pol, sig or Signals(), ReplicaCounts(desired=4, ready=4),
-                    Load(2.0, 0.0, 0.0, offered, 0.3, running),
+                    Load(2.0, 0.0, 0.0, offered, 0.3, running, queue_stood=True),
                     Learned(slo=slo or SloCapacity(), engine=engine, steady_since=steady,
                             budget=budget or SloBudget()), learn=True, since_last_tick=15.0, now=1000.0)

@@ -100,8 +100,8 @@ def test_the_service_of_a_held_backlog_is_no_throughput_sample() -> None:
     reps = ReplicaCounts(desired=60, ready=60)
 
     def cap(held: bool):
-        return capacity(pol, Signals(), reps, Load(SERVED, 5000.0, 500.0, SERVED, 0.3, queue_held=held), Learned(),
-                        learn=True, since_last_tick=15.0, now=1000.0)
+        load = Load(SERVED, 5000.0, 500.0, SERVED, 0.3, queue_held=held, queue_stood=True)
+        return capacity(pol, Signals(), reps, load, Learned(), learn=True, since_last_tick=15.0, now=1000.0)
 
     assert cap(False).stats.samples == (SERVED / 60,)  # a real queue: served/ready is taken as throughput
     assert cap(True).stats.samples == ()

@@ -196,7 +196,7 @@ def _cap(pol, reps, served, waiting, kv, learn=True, slo=None, steady=None, sign
          backlog=None, budget=None, stats=None):
     # backlog: the queue in work units (default: one replica-second per waiting sequence)
     return capacity(pol, signals or Signals(), reps,
-                    Load(served, waiting, waiting if backlog is None else backlog, kv=kv),
+                    Load(served, waiting, waiting if backlog is None else backlog, kv=kv, queue_stood=True),
                     Learned(stats or CapacityStats(), slo or SloCapacity(), steady_since=steady,
                             budget=budget or SloBudget()), learn=learn, since_last_tick=15.0, now=now)
 
@@ -322,7 +322,7 @@ def test_an_episode_past_the_factors_reach_buys_no_headroom_until_the_fleet_sett
     assert (burning.burn(0.99) or 0.0) >= 2.0
 
     def tick(reps: ReplicaCounts, offered: float, beyond: bool, waiting: float = 50.0):
-        return capacity(pol, missing, reps, Load(min(offered, 2.0), waiting, waiting, offered, 0.3),
+        return capacity(pol, missing, reps, Load(min(offered, 2.0), waiting, waiting, offered, 0.3, queue_stood=True),
                         Learned(budget=burning, beyond_headroom=beyond), learn=True, since_last_tick=15.0,
                         now=1000.0)
 

@@ -61,7 +61,7 @@ def test_every_generated_readme_paragraph_was_measured_beside_the_current_headli
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario", ["azure-conv", "azure-conv-cold"])
+@pytest.mark.parametrize("scenario", ["azure-conv", "azure-conv-cold", "azure-code", "flash-crowd", "diurnal"])
 def test_the_headlines_cells_are_what_the_code_replays(scenario: str) -> None:
     cell = headline_ours(docs_beside(README).read_text(encoding="utf-8"))[scenario]
     sc, wl, policy = ours_replay(scenario, 1.0)

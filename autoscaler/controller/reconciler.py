@@ -479,21 +479,8 @@ class Reconciler:
 
     def _invalid(self, raw: Obj, rt: PolicyRuntime, now: float) -> None:
         msg = f"invalid spec: {rt.invalid}"
-        status = self._base_status(raw, rt)
-        conds = status.get("conditions") or []
-        gen = (raw.get("metadata") or {}).get("generation")
-        conds = set_condition(conds, READY, False, "InvalidSpec", msg, now, gen)
-        conds = set_condition(
-            conds,
-            SCALING_ACTIVE,
-            False,
-            "InvalidSpec",
-            "the spec does not validate; nothing is scaled until it is fixed",
-            now,
-            gen,
-        )
-        status.update(conditions=conds, observedGeneration=gen)
-        self._patch_status(raw, rt, status)
+        self._not_ready(raw, rt, now, "InvalidSpec", msg, (SCALING_ACTIVE, False, "InvalidSpec",
+                        "the spec does not validate; nothing is scaled until it is fixed"), observed=True)
         self.recorder.record(raw, "Warning", "InvalidSpec", msg)
         rt.next_due = now + 60.0  # a spec change (new generation) is picked up at once anyway
 

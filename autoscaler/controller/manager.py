@@ -119,12 +119,28 @@ def keep_event(ev: Obj) -> Obj | None:
     }
 
 
+def scopes(namespaces: Sequence[str]) -> list[str | None]:
+    """What the controller lists in: each watched namespace, or None (the whole cluster) when none is named."""
+    return [*namespaces] or [None]
+
+
+def scoped(name: str, ns: str | None) -> str:
+    """An informer's name in its scope: `name/ns`, or `name` over the cluster."""
+    return f"{name}/{ns}" if ns else name
+
+
+def custom_list(custom: client.CustomObjectsApi, group: str, version: str, plural: str,
+                ns: str | None) -> tuple[Any, ...]:
+    """A custom resource's list call with its leading arguments, in `ns` or over the cluster."""
+    if ns:
+        return (custom.list_namespaced_custom_object, group, version, ns, plural)
+    return (custom.list_cluster_custom_object, group, version, plural)
+
+
 def policy_informers(custom: client.CustomObjectsApi, namespaces: Sequence[str]) -> list[Informer]:
     """The policies' informers: one per watched namespace, or one over the cluster when none is named."""
-    if namespaces:
-        return [Informer(f"policies/{ns}", custom.list_namespaced_custom_object, API_GROUP, VERSION, ns, PLURAL)
-                for ns in namespaces]
-    return [Informer("policies", custom.list_cluster_custom_object, API_GROUP, VERSION, PLURAL)]
+    return [Informer(scoped("policies", ns), *custom_list(custom, API_GROUP, VERSION, PLURAL, ns))
+            for ns in scopes(namespaces)]
 
 
 def autoscaler_informers(hpa: client.AutoscalingV2Api, custom: client.CustomObjectsApi,
@@ -132,18 +148,12 @@ def autoscaler_informers(hpa: client.AutoscalingV2Api, custom: client.CustomObje
     """HorizontalPodAutoscalers and KEDA ScaledObjects (optional: a cluster without KEDA has none), per
     watched namespace or over the cluster: the other autoscalers a target may already have."""
     out: list[Informer] = []
-    scopes: list[str | None] = [*namespaces] or [None]
-    for ns in scopes:
-        suffix = f"/{ns}" if ns else ""
-        if ns:
-            hpa_list: tuple[Any, ...] = (hpa.list_namespaced_horizontal_pod_autoscaler, ns)
-            keda_list: tuple[Any, ...] = (custom.list_namespaced_custom_object, "keda.sh", "v1alpha1", ns)
-        else:
-            hpa_list = (hpa.list_horizontal_pod_autoscaler_for_all_namespaces,)
-            keda_list = (custom.list_cluster_custom_object, "keda.sh", "v1alpha1")
-        out.append(Informer(f"hpas{suffix}", *hpa_list, transform=trim_autoscaler, optional=True))
-        out.append(Informer(f"scaledobjects{suffix}", *keda_list, "scaledobjects", transform=trim_autoscaler,
-                            optional=True))
+    for ns in scopes(namespaces):
+        hpa_list: tuple[Any, ...] = ((hpa.list_namespaced_horizontal_pod_autoscaler, ns) if ns
+                                     else (hpa.list_horizontal_pod_autoscaler_for_all_namespaces,))
+        out.append(Informer(scoped("hpas", ns), *hpa_list, transform=trim_autoscaler, optional=True))
+        keda_list = custom_list(custom, "keda.sh", "v1alpha1", "scaledobjects", ns)
+        out.append(Informer(scoped("scaledobjects", ns), *keda_list, transform=trim_autoscaler, optional=True))
     return out
 
 
@@ -234,23 +244,15 @@ class Controller:
         group, version, plural = kind
         deployments = group == "apps" and plural == "deployments"
         out: list[tuple[str | None, Informer]] = []
-        namespaces: list[str | None] = [*self.config.namespaces] or [None]
-        for ns in namespaces:
+        for ns in scopes(self.config.namespaces):
             args: tuple[Any, ...]
             if deployments:
-                args = (
-                    (self._apps.list_namespaced_deployment, ns)
-                    if ns
-                    else (self._apps.list_deployment_for_all_namespaces,)
-                )
-            elif ns:
-                args = (self._custom.list_namespaced_custom_object, group, version, ns, plural)
+                args = ((self._apps.list_namespaced_deployment, ns) if ns
+                        else (self._apps.list_deployment_for_all_namespaces,))
             else:
-                args = (self._custom.list_cluster_custom_object, group, version, plural)
-            name = f"targets/{plural}.{group}" + (f"/{ns}" if ns else "")
-            out.append(
-                (ns, Informer(name, *args, transform=trim_deployment if deployments else trim_target, optional=True))
-            )
+                args = custom_list(self._custom, group, version, plural, ns)
+            out.append((ns, Informer(scoped(f"targets/{plural}.{group}", ns), *args,
+                                     transform=trim_deployment if deployments else trim_target, optional=True)))
         return out
 
     def _other_autoscalers(self) -> list[Obj]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -147,6 +147,12 @@ class PromQLBuilder:
     def _agg(op: str, by: Sequence[str], expr: str) -> str:
         return f"{op} by ({', '.join(by)}) ({expr})" if by else f"{op}({expr})"
 
+    def _each(self, refs: Sequence[MetricRef], op: str, by: Sequence[str], m: Sequence[tuple[str, str, str]],
+              suffix: str = "", wrap: Callable[[str], str] = str) -> str:
+        """`op by (by) (wrap(series))` for each name the engine may expose the metric under, joined by `or`
+        (a server answers for the name it has)."""
+        return " or ".join(self._agg(op, by, wrap(self._selector(r, suffix, m))) for r in refs)
+
     def signal_query(self, engine: EngineMetrics, signal: SignalName,
                      selector: Iterable[tuple[str, str]] = (), models: Sequence[str] = ()) -> str | None:
         """The query for one signal over all `models`, or None when the engine does not expose it."""
@@ -158,14 +164,10 @@ class PromQLBuilder:
         kind = SIGNAL_KIND[signal]
         w = self.window
         if kind == "rate":
-            return " or ".join(self._agg("sum", by, f"rate({self._selector(r, '', m)}[{w}])") for r in refs)
-        if kind == "sum":
-            return " or ".join(self._agg("sum", by, self._selector(r, "", m)) for r in refs)
-        if kind == "mean":
-            return " or ".join(self._agg("avg", by, self._selector(r, "", m)) for r in refs)
-        inner = " or ".join(
-            self._agg("sum", ("le", *by), f"rate({self._selector(r, '_bucket', m)}[{w}])") for r in refs
-        )
+            return self._each(refs, "sum", by, m, wrap=lambda s: f"rate({s}[{w}])")
+        if kind in ("sum", "mean"):
+            return self._each(refs, "sum" if kind == "sum" else "avg", by, m)
+        inner = self._each(refs, "sum", ("le", *by), m, "_bucket", lambda s: f"rate({s}[{w}])")
         return f"histogram_quantile({QUANTILE}, {inner})"
 
     def bucket_query(self, engine: EngineMetrics, signal: SignalName,
@@ -179,7 +181,7 @@ class PromQLBuilder:
         m = self._matchers(engine, tuple(selector), models)
         by = ("le", *self.by_labels(engine))
         w = self.window
-        return " or ".join(self._agg("sum", by, f"increase({self._selector(r, '_bucket', m)}[{w}])") for r in refs)
+        return self._each(refs, "sum", by, m, "_bucket", lambda s: f"increase({s}[{w}])")
 
     def freshness_query(self, engine: EngineMetrics, selector: Iterable[tuple[str, str]] = (),
                         models: Sequence[str] = ()) -> str | None:
@@ -189,7 +191,7 @@ class PromQLBuilder:
             return None
         m = self._matchers(engine, tuple(selector), models)
         by = self.by_labels(engine)
-        return " or ".join(self._agg("max", by, f"timestamp({self._selector(r, '', m)})") for r in refs)
+        return self._each(refs, "max", by, m, wrap=lambda s: f"timestamp({s})")
 
     def replicas_query(self, engine: EngineMetrics, selector: Iterable[tuple[str, str]] = (),
                        models: Sequence[str] = ()) -> str | None:
@@ -217,9 +219,8 @@ class PromQLBuilder:
             m.append((self.namespace_label, "=", p.metadata.namespace))
         by = (pod_label,)
         if freshness:
-            return " or ".join(self._agg("max", by, f"timestamp({self._selector(r, '', m)})") for r in running)
-        parts = [" or ".join(self._agg("sum", by, self._selector(r, "", m)) for r in refs)
-                 for refs in (running, waiting)]
+            return self._each(running, "max", by, m, wrap=lambda s: f"timestamp({s})")
+        parts = [self._each(refs, "sum", by, m) for refs in (running, waiting)]
         return f"({parts[0]}) + ({parts[1]})"
 
     def plan(self, policies: Sequence[ModelScalingPolicy], default_url: str,

@@ -91,6 +91,60 @@ def _missed(x: _Sent, now: float, k: float, deadline: float) -> bool:
     return not x.first and (now - x.sent) * k > deadline
 
 
+class _Flight:
+    """One stage's requests: what was sent, what is still in flight, what was dropped, and whether the
+    SLO is already broken."""
+
+    def __init__(self, t0: float, k: float, budget: float, deadline: float | None) -> None:
+        self.t0, self.k, self.budget, self.deadline = t0, k, budget, deadline
+        self.sent: list[_Sent] = []
+        self.in_flight = self.finished = self.dropped = 0
+        self.seen: list[int] = []  # requests in flight at each measured arrival
+
+    def _done(self, _: asyncio.Task[Result]) -> None:
+        self.in_flight -= 1
+        self.finished += 1
+
+    def arrive(self, client: httpx.AsyncClient, ep: Endpoint, mix: LengthMix, cfg: RampConfig,
+               rng: np.random.Generator, measured: bool) -> None:
+        """One arrival: sent, or dropped (a miss when measured) with `max_in_flight` outstanding."""
+        if measured:
+            self.seen.append(self.in_flight)
+        if self.in_flight >= cfg.max_in_flight:
+            self.dropped += measured
+            return
+        p, o = mix.draw(rng)
+        x = _Sent(measured, time.perf_counter())
+
+        def first(x: _Sent = x) -> None:
+            x.first = True
+
+        x.task = asyncio.create_task(timed_request(client, ep, synth_prompt(p, rng, cfg.tokens_per_word), o,
+                                                   time.perf_counter, first))
+        self.in_flight += 1
+        x.task.add_done_callback(self._done)
+        self.sent.append(x)
+
+    def broken(self, now: float) -> bool:
+        """More measured requests already missed the deadline than the quantile allows (never without one)."""
+        if self.deadline is None:
+            return False
+        deadline = self.deadline
+        missed = sum(1 for x in self.sent if x.measured and _missed(x, now, self.k, deadline))
+        return self.dropped + missed > self.budget
+
+    async def cancel(self) -> None:
+        for x in self.sent:
+            x.task.cancel()
+        await asyncio.gather(*(x.task for x in self.sent), return_exceptions=True)
+
+    def measured(self, broke: bool) -> Measured:
+        results = [_scaled(x.task.result(), self.k, self.t0) if not x.task.cancelled()
+                   else Result((x.sent - self.t0) * self.k, False, "cancelled: the stage had already broken the SLO")
+                   for x in self.sent if x.measured]
+        return Measured(results, self.dropped, self.seen, broke)
+
+
 async def run_stage(client: httpx.AsyncClient, ep: Endpoint, mix: LengthMix, rate: float, cfg: RampConfig,
                     rng: np.random.Generator, stage: int = 0, on_tick: Callable[[Tick], None] | None = None,
                     deadline: float | None = None, quantile: float = 1.0) -> Measured:
@@ -99,75 +153,38 @@ async def run_stage(client: httpx.AsyncClient, ep: Endpoint, mix: LengthMix, rat
     expected count, and cancels what is in flight (the server frees them): the verdict is already known."""
     k = cfg.time_scale
     duration = cfg.warmup_seconds + cfg.measure_seconds
-    budget = (1.0 - quantile) * rate * cfg.measure_seconds
     clock = time.perf_counter
-    t0 = clock()
-    sent: list[_Sent] = []
-    in_flight = 0
-    finished = 0
-    dropped = 0
-    seen: list[int] = []
+    f = _Flight(clock(), k, (1.0 - quantile) * rate * cfg.measure_seconds, deadline)
 
-    def done(_: asyncio.Task[Result]) -> None:
-        nonlocal in_flight, finished
-        in_flight -= 1
-        finished += 1
-
-    def broken() -> bool:
-        if deadline is None:
-            return False
-        now = clock()
-        return dropped + sum(1 for x in sent if x.measured and _missed(x, now, k, deadline)) > budget
-
-    async def tick(sending: bool) -> None:
+    def tick(sending: bool) -> None:
         if on_tick is not None:
-            on_tick(Tick(stage, rate, min(duration, (clock() - t0) * k), duration, in_flight, finished, sending))
+            on_tick(Tick(stage, rate, min(duration, (clock() - f.t0) * k), duration, f.in_flight, f.finished,
+                         sending))
 
     broke = False
     t_next = float(rng.exponential(1.0 / rate))
     last_check = 0.0
-    while t_next < duration and not broke:
-        wait = t_next / k - (clock() - t0)
+    while t_next < duration and not broke:  # open loop: arrivals at their times, whatever is in flight
+        wait = t_next / k - (clock() - f.t0)
         if wait > 0:
             await asyncio.sleep(wait)
-        measured = t_next >= cfg.warmup_seconds
-        if measured:
-            seen.append(in_flight)
-        if in_flight >= cfg.max_in_flight:
-            dropped += measured
-        else:
-            p, o = mix.draw(rng)
-            x = _Sent(measured, clock())
-
-            def first(x: _Sent = x) -> None:
-                x.first = True
-
-            x.task = asyncio.create_task(timed_request(
-                client, ep, synth_prompt(p, rng, cfg.tokens_per_word), o, clock, first))
-            in_flight += 1
-            x.task.add_done_callback(done)
-            sent.append(x)
+        f.arrive(client, ep, mix, cfg, rng, t_next >= cfg.warmup_seconds)
         t_next += float(rng.exponential(1.0 / rate))
         if clock() - last_check > 0.1:
             last_check = clock()
-            broke = broken()
-            await tick(True)
-    rest = (duration - t_next) / k - (clock() - t0)
+            broke = f.broken(last_check)
+            tick(True)
+    rest = (duration - t_next) / k - (clock() - f.t0)
     if rest > 0 and not broke:
         await asyncio.sleep(rest)
-    while in_flight > 0 and not broke:
-        broke = broken()
-        await tick(False)
+    while f.in_flight > 0 and not broke:  # every request finished or timed out: the next stage starts idle
+        broke = f.broken(clock())
+        tick(False)
         await asyncio.sleep(0.1)
     if broke:
-        for x in sent:
-            x.task.cancel()
-        await asyncio.gather(*(x.task for x in sent), return_exceptions=True)
-    await tick(False)
-    results = [_scaled(x.task.result(), k, t0) if not x.task.cancelled()
-               else Result((x.sent - t0) * k, False, "cancelled: the stage had already broken the SLO")
-               for x in sent if x.measured]
-    return Measured(results, dropped, seen, broke)
+        await f.cancel()
+    tick(False)
+    return f.measured(broke)
 
 
 @dataclass(frozen=True, slots=True)

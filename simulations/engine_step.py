@@ -496,17 +496,26 @@ class Engine:
         book.preempt_total += 1
 
     def _schedule(self, t: float) -> None:
-        """`Scheduler.schedule()` at a step boundary t: decide the next step, or go idle."""
-        book = self.book
-        v = self.v
-        bs = self.bs
-        b = self.b
-        hashes = book.hashes
-        # Free blocks after this step's decode allocations. A cheap lower bound first (every decoding request's
-        # last block counted as full); the exact count only when a decision depends on it.
+        """`Scheduler.schedule()` at a step boundary t: decide the next step, or go idle. As vLLM's: the
+        RUNNING requests first (decodes take their block, `_decode_room`; then the prefills, in order,
+        `_continue_prefills`), then, if nothing was preempted, WAITING requests while budget and blocks last
+        (`_admit`)."""
+        free, exact, preempted = self._decode_room(t)
+        chunks: list[tuple[int, int, int]] = []
+        free, exact, budget, preempted_now = self._continue_prefills(t, free, exact, self.B - self.b, chunks)
+        preempted = preempted or preempted_now
+        if not preempted and self.waiting:
+            free, exact = self._admit(t, free, exact, budget, chunks)
+        self._start(t, chunks, free, exact, preempted)
+
+    def _decode_room(self, t: float) -> tuple[int, bool, bool]:
+        """Free blocks after this step's decode allocations, whether that count is exact, and whether decodes
+        had to preempt for their blocks. A cheap lower bound first (every decoding request's last block
+        counted as full); the exact count only when a decision depends on it."""
+        v, bs, b = self.v, self.bs, self.b
         if b:
             need_dec = self.phase[(-v) % bs]
-            exact = hashes is not None
+            exact = self.book.hashes is not None
             if exact:
                 free = self.total_blocks - self._held_dec(v) - self.P - self.E - need_dec
             else:
@@ -515,18 +524,24 @@ class Engine:
             need_dec = 0
             exact = True
             free = self.total_blocks - self.P - self.E
-        preempted = False
         if free < 0 and not exact:
             free = self.total_blocks - self._held_dec(v) - self.P - self.E - need_dec
             exact = True
         if free < 0:
-            free = self._preempt_for_decodes(t)
-            preempted = True
-        budget = self.B - self.b
-        chunks: list[tuple[int, int, int]] = []
+            return self._preempt_for_decodes(t), exact, True
+        return free, exact, False
+
+    def _continue_prefills(self, t: float, free: int, exact: bool, budget: int,
+                           chunks: list[tuple[int, int, int]]) -> tuple[int, bool, int, bool]:
+        """RUNNING requests still in prefill (the tail, in order) take their next chunk, appended to `chunks`;
+        when one's blocks do not fit, the last of RUNNING is preempted until they do. Returns free blocks,
+        exactness, the budget left and whether anything was preempted."""
+        if not self.pf:
+            return free, exact, budget, False
+        book, bs, v = self.book, self.bs, self.v
         computed, held = book.computed, book.held
-        # requests of RUNNING still in prefill (the tail, in order)
-        for j in list(self.pf) if self.pf else ():
+        preempted = False
+        for j in list(self.pf):
             if j not in self.pf:
                 continue  # preempted for one ahead of it
             c = computed[j]
@@ -555,45 +570,57 @@ class Engine:
             self.P += need
             chunks.append((j, c, n))
             budget -= n
-        if not preempted and self.waiting:
-            waiting = self.waiting
-            running = self.b + len(self.pf)
-            prompt, emitted, qt, arr = book.prompt, book.emitted, book.qt, book.arr
-            while waiting and budget > 0 and running < self.max_seqs:
-                j = waiting[0]
-                if hashes is not None:
-                    self._evict_to(free)
-                tokens = prompt[j] + emitted[j]
-                hit = idle_hits = 0
-                if hashes is not None:
-                    hit, idle_hits = self._hits(j, tokens)
-                start = hit * bs
-                n = tokens - start
-                if n > budget:
-                    n = budget
-                need = -(-(start + n) // bs) - hit
+        return free, exact, budget, preempted
+
+    def _admit(self, t: float, free: int, exact: bool, budget: int,
+               chunks: list[tuple[int, int, int]]) -> tuple[int, bool]:
+        """WAITING requests in FCFS order while the budget lasts, fewer than `max_num_seqs` run and their
+        blocks fit (a cached prefix is not recomputed); each joins RUNNING with its first chunk in `chunks`.
+        Returns free blocks and exactness."""
+        book, bs, v = self.book, self.bs, self.v
+        hashes, computed, held = book.hashes, book.computed, book.held
+        waiting = self.waiting
+        running = self.b + len(self.pf)
+        prompt, emitted, qt, arr = book.prompt, book.emitted, book.qt, book.arr
+        while waiting and budget > 0 and running < self.max_seqs:
+            j = waiting[0]
+            if hashes is not None:
+                self._evict_to(free)
+            tokens = prompt[j] + emitted[j]
+            hit = idle_hits = 0
+            if hashes is not None:
+                hit, idle_hits = self._hits(j, tokens)
+            start = hit * bs
+            n = tokens - start
+            if n > budget:
+                n = budget
+            need = -(-(start + n) // bs) - hit
+            if need + idle_hits > free:
+                if exact:
+                    break
+                free += self._held_bound_gap(v)
+                exact = True
                 if need + idle_hits > free:
-                    if exact:
-                        break
-                    free += self._held_bound_gap(v)
-                    exact = True
-                    if need + idle_hits > free:
-                        break
-                waiting.popleft()
-                if hit:
-                    self._ref(j, hit)
-                free -= need + idle_hits
-                computed[j] = start
-                held[j] = need
-                self.P += need
-                if qt[j] != qt[j]:  # first scheduled (nan until then)
-                    qt[j] = t - arr[j]
-                self.pf.append(j)
-                chunks.append((j, start, n))
-                budget -= n
-                running += 1
-        b = self.b
-        cost = self.cost
+                    break
+            waiting.popleft()
+            if hit:
+                self._ref(j, hit)
+            free -= need + idle_hits
+            computed[j] = start
+            held[j] = need
+            self.P += need
+            if qt[j] != qt[j]:  # first scheduled (nan until then)
+                qt[j] = t - arr[j]
+            self.pf.append(j)
+            chunks.append((j, start, n))
+            budget -= n
+            running += 1
+        return free, exact
+
+    def _start(self, t: float, chunks: list[tuple[int, int, int]], free: int, exact: bool, preempted: bool) -> None:
+        """The step decided: one with prefill chunks, idle, or a run of identical decode-only steps until the
+        next completion or the blocks run out (one step after a preemption)."""
+        b, v, cost = self.b, self.v, self.cost
         if chunks:
             self.mode = MIXED
             self.chunks = chunks
@@ -603,18 +630,17 @@ class Engine:
         if not b:
             self.mode = IDLE
             return
-        # decode-only: a run of identical steps until the next completion or the blocks run out
-        heap, dec, done_v = self.heap, self.dec, book.done_v
+        heap, dec, done_v = self.heap, self.dec, self.book.done_v
         while heap and (heap[0][1] not in dec or done_v[heap[0][1]] != heap[0][0]):
             heapq.heappop(heap)
         k = heap[0][0] - v
         if preempted:
             k = 1
-        elif k > 1 and free < b * (k // bs + 1):
+        elif k > 1 and free < b * (k // self.bs + 1):
             # steps j = 0..k-1 need blocks for base + v + j + 1 tokens; all must fit in what is free now
             if not exact:
                 free += self._held_bound_gap(v)
-            if free < b * (k // bs + 1):
+            if free < b * (k // self.bs + 1):
                 k = self._steps_that_fit(v, free + self._held_dec(v + 1), k)
         self.mode = RUN
         self.t0 = t

@@ -181,73 +181,18 @@ class FluidFleet(LifecycleFacts):
                 room = budget - batch if budget > batch else 0.0
                 # recompute per step (prompt tokens redone by preempted requests) when the KV cache is full
                 redo = self._redo(batch) if kv_bound and waiting > slots else 0.0
-                if dec > 0:
-                    steps = (dt - avail * cp) / (step0 + redo * cp)
-                    if steps <= 0 or avail > steps * (room - redo):  # saturated: every step a full budget
-                        steps = dt / (step0 + room * cp)
-                        x = steps * (room - redo if room > redo else 0.0)
-                        sat_step[b], sat_room[b] = step0 + room * cp, room
-                    else:
-                        x = avail
-                    if redo > 0 and steps > 0:
-                        preempt += n * steps * redo / mean_p
-                    chunk = x / steps if steps > 0 else 0.0
-                else:
-                    x_max = dt / (base / budget + cp)  # full-budget prefill steps for the whole bin
-                    x = avail if avail < x_max else x_max
-                    if avail >= x_max:
-                        sat_step[b], sat_room[b] = base + budget * cp, budget
-                    steps = 0.0
-                    chunk = x if x < budget else budget
+                steps, x, chunk, full = _bin_steps(avail, dec > 0, step0, room, redo, dt, cp, base, budget)
+                if full > 0:
+                    sat_step[b], sat_room[b] = full, (room if dec > 0 else budget)
+                if redo > 0 and steps > 0:
+                    preempt += n * steps * redo / mean_p
                 step_extra = 0.5 * (step0 + chunk * cp) + step0
-                # vLLM's `num_requests_waiting` at an instant also holds the requests that arrived during the
-                # step in flight (they are admitted when it ends): arrival rate × the step's mean age, the
-                # length-biased mean over this bin's steps. Prompts arrive in lumps: with few arrivals per
-                # step, each prefill step carries about one prompt and the others are decode-only.
-                lumps = counts[b] / n
-                if steps > lumps > 0:
-                    # a prefill step lasts step0 + p·cp for a prompt p drawn from the workload's (E[p²] kept)
-                    f = x * cp / (lumps * mean_p)
-                    pf_sq = step0 * step0 + 2.0 * step0 * f * mean_p + f * f * mean_p2
-                    sq = lumps * pf_sq + (steps - lumps) * step0 * step0
-                    in_step = counts[b] / dt * sq / (2.0 * dt)
-                else:
-                    in_step = counts[b] / dt * 0.5 * (dt / steps if steps > 0 else step0 + chunk * cp)
+                in_step = _in_step(counts[b], dt, n, steps, x, chunk, step0, cp, mean_p, mean_p2)
                 age = in_step / (counts[b] / dt) if counts[b] > 0 else 0.0
                 done_tok = x * n
                 if done_tok > 0:
-                    # FIFO in prompt tokens: the partial prefills first, then admitted waiting requests
-                    from_pf = done_tok if done_tok < pf_tok else pf_tok
-                    done_pf_n = pf_n * from_pf / pf_tok if pf_tok > 0 else 0.0
-                    if from_pf >= pf_tok - 1e-9:
-                        done_pf_n = pf_n
-                    rest = done_tok - from_pf
-                    # admitted requests get scheduled (their first chunk): all of those whose tokens start
-                    # before the pointer plus the chunks in flight
-                    take = adm_tok if adm_tok < rest + n * chunk else rest + n * chunk
-                    new_n = adm * take / adm_tok if adm_tok > 0 else 0.0
-                    new_tok = take
-                    new_o = waiting_o * new_n / waiting if waiting > 0 else 0.0
-                    waiting -= new_n
-                    waiting_p -= new_tok
-                    waiting_o -= new_o
-                    if waiting < 1e-9:
-                        waiting, waiting_p, waiting_o = 0.0, 0.0, 0.0
-                    pf_n += new_n
-                    pf_tok += new_tok
-                    pf_o += new_o
-                    # of those, done: everything the pointer passed
-                    fin_tok = done_tok if done_tok < pf_tok else pf_tok
-                    fin_n = done_pf_n + (new_n * rest / new_tok if new_tok > 0 else 0.0)
-                    if fin_tok >= pf_tok - 1e-9:
-                        fin_n = pf_n
-                    fin_n = fin_n if fin_n < pf_n else pf_n
-                    fin_o = pf_o * fin_n / pf_n if pf_n > 0 else 0.0
-                    pf_n -= fin_n
-                    pf_tok -= fin_tok
-                    pf_o -= fin_o
-                    if pf_n < 1e-9:
-                        pf_n, pf_tok, pf_o = 0.0, 0.0, 0.0
+                    (new_n, fin_n, fin_tok, fin_o, waiting, waiting_p, waiting_o, pf_n, pf_tok, pf_o) = _prefill_fifo(
+                        done_tok, n * chunk, adm, adm_tok, waiting, waiting_p, waiting_o, pf_n, pf_tok, pf_o)
                     done_x += fin_tok
                     prompt_total += fin_tok
                     gen_total += fin_n
@@ -264,32 +209,11 @@ class FluidFleet(LifecycleFacts):
                         ttft_obs(max(0.0, t0 + 0.5 * dt - _inverse(cum_a, k, dt)) + step_extra
                                  + self.mean_prompt * cp, fin_n)  # type: ignore[arg-type]
                 if dec > 0 and steps > 0:
-                    tokens = steps * batch * n
-                    mean_dec = dec_len / dec if dec_len > 0 else 1.0
-                    c = tokens / mean_dec
-                    if c >= dec:
-                        tokens, c = dec_len, dec
-                    dec -= c
-                    dec_len -= c * mean_dec
-                    if dec < 1e-9:
-                        dec, dec_len = 0.0, 0.0
+                    tokens, c, dec, dec_len = _decode(steps * batch * n, dec, dec_len)
                     gen_total += tokens
                     success += c
-            for entry in self._drain_pool:  # draining replicas decode their own sequences
-                d_n, d_len, rate = entry[0], entry[1], entry[3]
-                if d_n <= 0:
-                    continue
-                steps = dt / (base + d_n * cd)
-                tokens = steps * d_n
-                c = steps * rate
-                if c >= d_n - 1e-6 or tokens >= d_len:
-                    tokens, c = d_len, d_n
-                entry[0] = d_n - c if d_n - c > 1e-9 else 0.0
-                entry[1] = d_len - tokens if entry[0] > 0 else 0.0
-                gen_total += tokens
-                success += c
-                if entry[0] <= 0:
-                    entry.append(t0 + dt)
+            if self._drain_pool:
+                gen_total, success = self._drain_bin(t0, dt, gen_total, success)
             sched_c[b + 1] = cum_a[b + 1] - waiting
             self.in_step = in_step if in_step < counts[b] else counts[b]
             extra[b] = step_extra
@@ -473,6 +397,28 @@ class FluidFleet(LifecycleFacts):
         i = bisect_left(p, g)
         return (self._prompt_prefix[i] + g * (len(p) - i)) / len(p)
 
+    def _drain_bin(self, t0: float, dt: float, gen: float, done: float) -> tuple[float, float]:
+        """Draining replicas decode their own sequences for one bin (each at its own batch): the counters of
+        generated tokens and completed requests (`gen`, `done`) after it. A replica whose sequences are done
+        is stamped with the bin's end."""
+        base, cd = self._base, self._cd
+        for entry in self._drain_pool:
+            d_n, d_len, rate = entry[0], entry[1], entry[3]
+            if d_n <= 0:
+                continue
+            steps = dt / (base + d_n * cd)
+            tokens = steps * d_n
+            c = steps * rate
+            if c >= d_n - 1e-6 or tokens >= d_len:
+                tokens, c = d_len, d_n
+            entry[0] = d_n - c if d_n - c > 1e-9 else 0.0
+            entry[1] = d_len - tokens if entry[0] > 0 else 0.0
+            gen += tokens
+            done += c
+            if entry[0] <= 0:
+                entry.append(t0 + dt)
+        return gen, done
+
     def _became_ready(self, life: ReplicaLife) -> None:
         if life in self._starting:
             self._starting.remove(life)
@@ -485,6 +431,94 @@ class FluidFleet(LifecycleFacts):
             if life in self._starting:
                 heapq.heappush(self._ready_heap, (life.ready_at, life.rid, life))
         placed.clear()
+
+
+def _bin_steps(avail: float, decoding: bool, step0: float, room: float, redo: float, dt: float, cp: float,
+               base: float, budget: float) -> tuple[float, float, float, float]:
+    """One replica's engine steps in a bin: (steps, prefill tokens done, the prefill chunk per step, the
+    length of a full-budget step when the prefill backlog fills every step, else 0). `avail`: prefill tokens
+    waiting per replica; `step0`: the decode part of a step; `room`: the budget the decodes leave; `redo`:
+    prompt tokens recomputed per step at a full KV cache. With no decodes, steps are prefill-only (0 counted)."""
+    if decoding:
+        steps = (dt - avail * cp) / (step0 + redo * cp)
+        if steps <= 0 or avail > steps * (room - redo):  # saturated: every step a full budget
+            steps = dt / (step0 + room * cp)
+            x = steps * (room - redo if room > redo else 0.0)
+            return steps, x, (x / steps if steps > 0 else 0.0), step0 + room * cp
+        return steps, avail, (avail / steps if steps > 0 else 0.0), 0.0
+    x_max = dt / (base / budget + cp)  # full-budget prefill steps for the whole bin
+    x = avail if avail < x_max else x_max
+    return 0.0, x, (x if x < budget else budget), (base + budget * cp if avail >= x_max else 0.0)
+
+
+def _in_step(arrivals: float, dt: float, n: int, steps: float, x: float, chunk: float, step0: float, cp: float,
+             mean_p: float, mean_p2: float) -> float:
+    """Requests that arrived during the step in flight, per replica fleet (vLLM's `num_requests_waiting` at an
+    instant holds them until that step ends): arrival rate × the step's mean age, the length-biased mean over
+    the bin's steps. Prompts arrive in lumps: with few arrivals per step, each prefill step carries about one
+    prompt and the others are decode-only."""
+    lumps = arrivals / n
+    if steps > lumps > 0:
+        # a prefill step lasts step0 + p·cp for a prompt p drawn from the workload's (E[p²] kept)
+        f = x * cp / (lumps * mean_p)
+        pf_sq = step0 * step0 + 2.0 * step0 * f * mean_p + f * f * mean_p2
+        sq = lumps * pf_sq + (steps - lumps) * step0 * step0
+        return arrivals / dt * sq / (2.0 * dt)
+    return arrivals / dt * 0.5 * (dt / steps if steps > 0 else step0 + chunk * cp)
+
+
+def _prefill_fifo(done_tok: float, in_flight_tok: float, adm: float, adm_tok: float, waiting: float,
+                  waiting_p: float, waiting_o: float, pf_n: float, pf_tok: float, pf_o: float
+                  ) -> tuple[float, float, float, float, float, float, float, float, float, float]:
+    """The fleet's prefill pointer moved by `done_tok` prompt tokens, first-come first-served: the partial
+    prefills first, then admitted waiting requests, which are scheduled (leave WAITING) once their tokens
+    start before the pointer plus the chunks in flight (`in_flight_tok`). Returns (newly scheduled, finished
+    prefill, its prompt tokens, its output tokens, then the waiting and in-prefill requests, prompt and
+    output tokens after the bin)."""
+    from_pf = done_tok if done_tok < pf_tok else pf_tok
+    done_pf_n = pf_n * from_pf / pf_tok if pf_tok > 0 else 0.0
+    if from_pf >= pf_tok - 1e-9:
+        done_pf_n = pf_n
+    rest = done_tok - from_pf
+    take = adm_tok if adm_tok < rest + in_flight_tok else rest + in_flight_tok
+    new_n = adm * take / adm_tok if adm_tok > 0 else 0.0
+    new_tok = take
+    new_o = waiting_o * new_n / waiting if waiting > 0 else 0.0
+    waiting -= new_n
+    waiting_p -= new_tok
+    waiting_o -= new_o
+    if waiting < 1e-9:
+        waiting, waiting_p, waiting_o = 0.0, 0.0, 0.0
+    pf_n += new_n
+    pf_tok += new_tok
+    pf_o += new_o
+    # of those, done: everything the pointer passed
+    fin_tok = done_tok if done_tok < pf_tok else pf_tok
+    fin_n = done_pf_n + (new_n * rest / new_tok if new_tok > 0 else 0.0)
+    if fin_tok >= pf_tok - 1e-9:
+        fin_n = pf_n
+    fin_n = fin_n if fin_n < pf_n else pf_n
+    fin_o = pf_o * fin_n / pf_n if pf_n > 0 else 0.0
+    pf_n -= fin_n
+    pf_tok -= fin_tok
+    pf_o -= fin_o
+    if pf_n < 1e-9:
+        pf_n, pf_tok, pf_o = 0.0, 0.0, 0.0
+    return new_n, fin_n, fin_tok, fin_o, waiting, waiting_p, waiting_o, pf_n, pf_tok, pf_o
+
+
+def _decode(tokens: float, dec: float, dec_len: float) -> tuple[float, float, float, float]:
+    """`tokens` decode tokens over the decoding sequences: (tokens emitted, sequences completed, sequences
+    and their decode tokens left). Completions = tokens / the mean remaining decode length."""
+    mean_dec = dec_len / dec if dec_len > 0 else 1.0
+    c = tokens / mean_dec
+    if c >= dec:
+        tokens, c = dec_len, dec
+    dec -= c
+    dec_len -= c * mean_dec
+    if dec < 1e-9:
+        dec, dec_len = 0.0, 0.0
+    return tokens, c, dec, dec_len
 
 
 def _interp(xs: list[float], ys: list[float], x: float) -> float:

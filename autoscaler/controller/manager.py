@@ -157,6 +157,27 @@ def autoscaler_informers(hpa: client.AutoscalingV2Api, custom: client.CustomObje
     return out
 
 
+def cluster_informers(core: client.CoreV1Api) -> tuple[Informer, Informer, Informer]:
+    """Pods (across all namespaces: GPU accounting on nodes needs every pod, not only the models'; finished
+    ones left out), the pods' events (what the cold-start stages are learned from) and the nodes."""
+    pods = Informer("pods", core.list_pod_for_all_namespaces, transform=trim_pod,
+                    field_selector="status.phase!=Succeeded,status.phase!=Failed")
+    events = Informer("events", core.list_event_for_all_namespaces, transform=keep_event,
+                      field_selector="involvedObject.kind=Pod")
+    return pods, events, Informer("nodes", core.list_node)
+
+
+def leader_elector(api_client: client.ApiClient, config: ControllerConfig, identity: str) -> LeaderElector | None:
+    """The lease this replica competes for (None: `leader_elect` off, this replica always acts)."""
+    if not config.leader_elect:
+        return None
+    return LeaderElector(
+        client.CoordinationV1Api(api_client),
+        LeaderConfig(config.lease_namespace, config.lease_name, identity, config.lease_duration_seconds,
+                     config.renew_deadline_seconds, config.retry_period_seconds),
+    )
+
+
 class Controller:
     def __init__(
         self,
@@ -172,38 +193,13 @@ class Controller:
         self.identity = config.identity or default_identity()
         custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
         self.policy_informers = policy_informers(custom, config.namespaces)
-        # Pods across all namespaces: GPU accounting on nodes needs every pod, not only the models'.
-        self.pods = Informer(
-            "pods",
-            core.list_pod_for_all_namespaces,
-            transform=trim_pod,
-            field_selector="status.phase!=Succeeded,status.phase!=Failed",
-        )
-        self.events = Informer(
-            "events",
-            core.list_event_for_all_namespaces,
-            transform=keep_event,
-            field_selector="involvedObject.kind=Pod",
-        )
-        self.nodes = Informer("nodes", core.list_node)
+        self.pods, self.events, self.nodes = cluster_informers(core)
         self.autoscalers = (autoscaler_informers(client.AutoscalingV2Api(api_client), custom, config.namespaces)
                             if config.watch_other_autoscalers else [])
         set_request_timeout(min(5.0, config.api_timeout_seconds), config.api_timeout_seconds)
         bound_retries(api_client)
         self.metrics = ControllerMetrics()
-        self.elector: LeaderElector | None = None
-        if config.leader_elect:
-            self.elector = LeaderElector(
-                client.CoordinationV1Api(api_client),
-                LeaderConfig(
-                    config.lease_namespace,
-                    config.lease_name,
-                    self.identity,
-                    config.lease_duration_seconds,
-                    config.renew_deadline_seconds,
-                    config.retry_period_seconds,
-                ),
-            )
+        self.elector = leader_elector(api_client, config, self.identity)
         self.recorder = EventRecorder(core, self.identity, clock)
         self.source = source
         self._apps, self._custom = client.AppsV1Api(api_client), custom

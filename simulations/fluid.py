@@ -484,11 +484,7 @@ def _prefill_fifo(done_tok: float, in_flight_tok: float, adm: float, adm_tok: fl
     new_n = adm * take / adm_tok if adm_tok > 0 else 0.0
     new_tok = take
     new_o = waiting_o * new_n / waiting if waiting > 0 else 0.0
-    waiting -= new_n
-    waiting_p -= new_tok
-    waiting_o -= new_o
-    if waiting < 1e-9:
-        waiting, waiting_p, waiting_o = 0.0, 0.0, 0.0
+    waiting, waiting_p, waiting_o = _less(waiting, waiting_p, waiting_o, new_n, new_tok, new_o)
     pf_n += new_n
     pf_tok += new_tok
     pf_o += new_o
@@ -499,12 +495,15 @@ def _prefill_fifo(done_tok: float, in_flight_tok: float, adm: float, adm_tok: fl
         fin_n = pf_n
     fin_n = fin_n if fin_n < pf_n else pf_n
     fin_o = pf_o * fin_n / pf_n if pf_n > 0 else 0.0
-    pf_n -= fin_n
-    pf_tok -= fin_tok
-    pf_o -= fin_o
-    if pf_n < 1e-9:
-        pf_n, pf_tok, pf_o = 0.0, 0.0, 0.0
+    pf_n, pf_tok, pf_o = _less(pf_n, pf_tok, pf_o, fin_n, fin_tok, fin_o)
     return new_n, fin_n, fin_tok, fin_o, waiting, waiting_p, waiting_o, pf_n, pf_tok, pf_o
+
+
+def _less(n: float, tok: float, out: float, dn: float, dtok: float, dout: float) -> tuple[float, float, float]:
+    """A pool of requests, their prompt tokens and output tokens, less what left it; empty once under 1e-9
+    requests are left (rounding, not requests)."""
+    n, tok, out = n - dn, tok - dtok, out - dout
+    return (0.0, 0.0, 0.0) if n < 1e-9 else (n, tok, out)
 
 
 def _decode(tokens: float, dec: float, dec_len: float) -> tuple[float, float, float, float]:

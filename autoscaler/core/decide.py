@@ -225,7 +225,7 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, re
     """The state the next tick starts from: what each stage wants to remember."""
     dm, cp, pr = c.demand, c.capacity, c.predictive
     return replace(
-        state,
+        cp.learned().into(state),
         recommendations=rec.stabilized.recommendations,
         decisions=remember_extremes(rec.decisions, now, desired),
         panic_until=c.panic.until,
@@ -234,16 +234,8 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, re
         forecast_seed=None if pr.forecast is not None else state.forecast_seed,
         forecast_cache=pr.cache,
         hedge_cache=c.hedge.cache,
-        capacity=cp.stats,
-        slo_capacity=cp.slo,
-        engine_knee=cp.engine,
-        steady_since=cp.steady_since,
         recent_waiting=dm.recent,
         last_growth=dm.growth,
-        load_factor=cp.load_factor,
-        slo_budget=cp.budget,
-        settled_since=cp.settled_since,
-        beyond_headroom=cp.beyond_headroom,
         held_queue=c.held_queue.active,
         work_per_request=dm.work_per_request,
         burst_held=c.burst_hold.history,

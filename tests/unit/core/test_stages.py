@@ -9,6 +9,7 @@ import pytest
 from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.coldstart import ColdStartStats, LeadTime
 from autoscaler.core.decide import forecast_config
+from autoscaler.core.engine_knee import EngineKnee
 from autoscaler.core.reason import Reason
 from autoscaler.core.signals import ClusterFacts, LatencyHistogram, ReplicaCounts, Signals, StartingReplica
 from autoscaler.core.slo_budget import SloBudget
@@ -34,6 +35,7 @@ from autoscaler.core.stages.readings import read
 from autoscaler.core.stages.sizing import MAX_REPLICAS, replicas_for
 from autoscaler.core.stages.slo_feedback import load_factor, relax_floor, within_headroom
 from autoscaler.core.stages.stabilize import since, stabilize
+from autoscaler.core.state import CoreState
 
 from .helpers import policy, signals
 
@@ -670,3 +672,19 @@ def test_the_budget_counts_every_judged_window_starts_included_and_not_stale_one
     got = _cap(pol, starting, 2.0, 0.0, 0.3, signals=sig).budget  # a start: no SLO-capacity window, but judged
     assert got.judged == pytest.approx(100.0 * 15.0 / 60.0) and got.missed == pytest.approx(got.judged * 0.1)
     assert _cap(pol, starting, 2.0, 0.0, 0.3, signals=sig, learn=False).budget.judged == 0.0
+
+
+def test_the_capacity_stages_memory_goes_to_the_next_tick_and_back_unchanged() -> None:
+    mem = Learned(CapacityStats((0.9, 1.1)), SloCapacity(((30, 8.0, 900.0, 3.0),), 1.0, 12.0),
+                  EngineKnee(((30, 8.0, 0.5, 8.0, -1.0),), 2.0, 40.0), 1.2, 100.0, 250.0,
+                  SloBudget(10.0, 1.0, 5.0, 0.5), True)
+    state = CoreState(last_growth=3.0)
+    carried = mem.into(state)
+    assert Learned.of(carried) == mem
+    assert carried.last_growth == 3.0  # the rest of the state is left as it was
+    # what a tick's capacity stage leaves is what the next tick's reads back
+    pol = policy()
+    cp = capacity(pol, Signals(), ReplicaCounts(desired=4, ready=4), Load(2.0, 0.0, 0.0, offered=2.0), mem,
+                  learn=True, since_last_tick=15.0, now=1000.0)
+    assert Learned.of(cp.learned().into(state)) == cp.learned()
+    assert cp.learned().slo == cp.slo and cp.learned().budget == cp.budget

@@ -215,17 +215,11 @@ class PrometheusMetricsSource:
         now: float,
     ) -> dict[str, Signals]:
         engine = engine_metrics(group.engine)
-        freshness: dict[tuple[str, str], float] = {}
         fa = answers.get(FRESHNESS)
+        freshness = self._freshness(engine, fa)
         # Without the freshness answer a gauge's age is unknown (an instant query answers samples up to
         # the lookback, 5 minutes by default, old): gauges then count as not answered.
         ages_unknown = isinstance(fa, SourceError)
-        if isinstance(fa, list):
-            for s in fa:
-                if math.isfinite(s.value):
-                    k = self.builder.series_key(engine, s.labels)
-                    freshness[k] = max(freshness.get(k, -math.inf), s.value)
-
         values: dict[str, dict[SignalName, Measured]] = {p.key: {} for p in members}
         histograms: dict[str, dict[SignalName, LatencyHistogram | None]] = {p.key: {} for p in members}
         for signal in SIGNAL_FIELDS:
@@ -233,43 +227,66 @@ class PrometheusMetricsSource:
                 continue  # the engine does not expose it: stays MISSING
             a = answers[signal.value]
             if SIGNAL_KIND[signal] == "quantile":
-                series: dict[tuple[str, str], list[Sample]] = {}
-                for s in a if isinstance(a, list) else ():
-                    series.setdefault(self.builder.series_key(engine, s.labels), []).append(s)
-                for p in members:
-                    found = self._histogram(engine, p, series, freshness, now) if isinstance(a, list) else None
-                    m = None
-                    if found is not None:
-                        h, t = found
-                        m = self._accept(group, p, signal, quantile_of(QUANTILE, h), t, now)
-                    histograms[p.key][signal] = found[0] if found is not None else None
-                    values[p.key][signal] = m if m is not None else self._recall(group, p, signal, now)
-                continue
-            if ages_unknown and SIGNAL_KIND[signal] in ("sum", "mean"):
+                self._quantile_signal(group, engine, members, signal, a, freshness, now, values, histograms)
+            elif ages_unknown and SIGNAL_KIND[signal] in ("sum", "mean"):
                 for p in members:
                     values[p.key][signal] = self._recall(group, p, signal, now)
-                continue
-            by_key: dict[tuple[str, str], Sample] = {}
-            dups: set[tuple[str, str]] = set()
-            if isinstance(a, list):
-                for s in a:
-                    k = self.builder.series_key(engine, s.labels)
-                    if k in by_key:
-                        dups.add(k)
-                    by_key[k] = s
-                self.telemetry.error(self.name, "duplicate_series", len(dups))
-            for p in members:
-                m = None
-                if isinstance(a, list):
-                    for k in self.builder.policy_keys(engine, p):
-                        if k in dups:
-                            break
-                        if k in by_key:
-                            s = by_key[k]
-                            m = self._accept(group, p, signal, s.value, _sample_time(s, freshness.get(k)), now)
-                            break
-                values[p.key][signal] = m if m is not None else self._recall(group, p, signal, now)
+            else:
+                self._value_signal(group, engine, members, signal, a, freshness, now, values)
         return {k: with_histograms(load_signals(v), histograms[k]) for k, v in values.items()}
+
+    def _freshness(self, engine: EngineMetrics, fa: list[Sample] | SourceError | None) -> dict[tuple[str, str], float]:
+        """The newest sample time per series, from the FRESHNESS answer (empty without one)."""
+        freshness: dict[tuple[str, str], float] = {}
+        if isinstance(fa, list):
+            for s in fa:
+                if math.isfinite(s.value):
+                    k = self.builder.series_key(engine, s.labels)
+                    freshness[k] = max(freshness.get(k, -math.inf), s.value)
+        return freshness
+
+    def _quantile_signal(self, group: GroupKey, engine: EngineMetrics, members: Sequence[ModelScalingPolicy],
+                         signal: SignalName, a: list[Sample] | SourceError, freshness: dict[tuple[str, str], float],
+                         now: float, values: dict[str, dict[SignalName, Measured]],
+                         histograms: dict[str, dict[SignalName, LatencyHistogram | None]]) -> None:
+        """Each member's histogram for quantile `signal` and the quantile of it (or its last known value)."""
+        series: dict[tuple[str, str], list[Sample]] = {}
+        for s in a if isinstance(a, list) else ():
+            series.setdefault(self.builder.series_key(engine, s.labels), []).append(s)
+        for p in members:
+            found = self._histogram(engine, p, series, freshness, now) if isinstance(a, list) else None
+            m = None
+            if found is not None:
+                h, t = found
+                m = self._accept(group, p, signal, quantile_of(QUANTILE, h), t, now)
+            histograms[p.key][signal] = found[0] if found is not None else None
+            values[p.key][signal] = m if m is not None else self._recall(group, p, signal, now)
+
+    def _value_signal(self, group: GroupKey, engine: EngineMetrics, members: Sequence[ModelScalingPolicy],
+                      signal: SignalName, a: list[Sample] | SourceError, freshness: dict[tuple[str, str], float],
+                      now: float, values: dict[str, dict[SignalName, Measured]]) -> None:
+        """Each member's value of `signal` from its own series (or its last known value); a series answered
+        twice is no answer."""
+        by_key: dict[tuple[str, str], Sample] = {}
+        dups: set[tuple[str, str]] = set()
+        if isinstance(a, list):
+            for s in a:
+                k = self.builder.series_key(engine, s.labels)
+                if k in by_key:
+                    dups.add(k)
+                by_key[k] = s
+            self.telemetry.error(self.name, "duplicate_series", len(dups))
+        for p in members:
+            m = None
+            if isinstance(a, list):
+                for k in self.builder.policy_keys(engine, p):
+                    if k in dups:
+                        break
+                    if k in by_key:
+                        s = by_key[k]
+                        m = self._accept(group, p, signal, s.value, _sample_time(s, freshness.get(k)), now)
+                        break
+            values[p.key][signal] = m if m is not None else self._recall(group, p, signal, now)
 
     @staticmethod
     def _identity(group: GroupKey, p: ModelScalingPolicy) -> tuple[object, ...]:

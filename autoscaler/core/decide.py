@@ -22,7 +22,7 @@ from autoscaler.core.floors import floor_at
 from autoscaler.core.reason import Reason
 from autoscaler.core.signals import ReplicaCounts, Signals, age_within
 from autoscaler.core.stages.bounds import Bound, binding, clamp, stuck_unschedulable
-from autoscaler.core.stages.capacity import untested_floor
+from autoscaler.core.stages.capacity import carried, untested_floor
 from autoscaler.core.stages.feasibility import feasibility
 from autoscaler.core.stages.leaving import surge
 from autoscaler.core.stages.missing import missing_target
@@ -225,7 +225,8 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, re
     """The state the next tick starts from: what each stage wants to remember."""
     dm, cp, pr = c.demand, c.capacity, c.predictive
     return replace(
-        cp.learned().into(state),
+        state,
+        **carried(cp),
         recommendations=rec.stabilized.recommendations,
         decisions=remember_extremes(rec.decisions, now, desired),
         panic_until=c.panic.until,

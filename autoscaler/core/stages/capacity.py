@@ -28,7 +28,8 @@ change AD).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import Any
 
 from autoscaler.core.capacity import MIN_SAMPLES as MIN_SATURATED_SAMPLES
 from autoscaler.core.capacity import CapacityStats, real_queue
@@ -104,11 +105,6 @@ class Capacity:
     # None: too few requests judged yet.
     burn: float | None = None
     recent_burn: float | None = None
-
-    def learned(self) -> Learned:
-        """What this tick's capacity stage leaves the next one."""
-        return Learned(self.stats, self.slo, self.engine, self.load_factor, self.settled_since, self.steady_since,
-                       self.budget, self.beyond_headroom)
 
     def explain(self) -> dict[str, float]:
         # miss_fleet: the mean ready replicas of the windows that missed, whose spare `spread_knee` keeps.
@@ -211,11 +207,15 @@ class Learned:
         return cls(state.capacity, state.slo_capacity, state.engine_knee, state.load_factor, state.settled_since,
                    state.steady_since, state.slo_budget, state.beyond_headroom)
 
-    def into(self, state: CoreState) -> CoreState:
-        """`state` carrying this memory to the next tick (the inverse of `of`)."""
-        return replace(state, capacity=self.stats, slo_capacity=self.slo, engine_knee=self.engine,
-                       load_factor=self.load_factor, settled_since=self.settled_since,
-                       steady_since=self.steady_since, slo_budget=self.budget, beyond_headroom=self.beyond_headroom)
+
+
+def carried(memory: Learned | Capacity) -> dict[str, Any]:
+    """The CoreState fields that carry the capacity stage's memory to the next tick (the inverse of
+    `Learned.of`), from a `Learned` or from a tick's `Capacity`, which name them alike."""
+    m = memory
+    return {"capacity": m.stats, "slo_capacity": m.slo, "engine_knee": m.engine, "load_factor": m.load_factor,
+            "settled_since": m.settled_since, "steady_since": m.steady_since, "slo_budget": m.budget,
+            "beyond_headroom": m.beyond_headroom}
 
 
 def capacity(policy: PolicySpec, signals: Signals, replicas: ReplicaCounts, load: Load, previous: Learned, *,

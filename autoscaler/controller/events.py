@@ -36,6 +36,38 @@ class _Sent:
     last_sent: float
 
 
+def event_body(obj: dict[str, Any], name: str, type_: str, reason: str, message: str, now: str,
+               instance: str) -> dict[str, Any]:
+    """A core/v1 Event `name` about `obj` (its apiVersion, kind, metadata.name/namespace/uid/resourceVersion),
+    first and last seen `now`; the message cut to 1 KiB and the reporting instance to 128 characters, as the
+    API server's validation requires."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace", "default")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": ns},
+        "involvedObject": {
+            "apiVersion": obj.get("apiVersion"),
+            "kind": obj.get("kind"),
+            "name": meta.get("name", ""),
+            "namespace": ns,
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "type": type_,
+        "reason": reason,
+        "message": message[:1024],
+        "count": 1,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "action": reason,
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": instance[:128],
+    }
+
+
 class EventRecorder:
     def __init__(
         self,
@@ -69,42 +101,14 @@ class EventRecorder:
                 prev.last_sent = now
         try:
             if prev is not None:
-                call_json(
-                    self.core.patch_namespaced_event,
-                    prev.name,
-                    prev.namespace,
-                    # A JSON patch: for core/v1 the client sends application/json-patch+json.
-                    [
-                        {"op": "replace", "path": "/count", "value": prev.count},
-                        {"op": "replace", "path": "/lastTimestamp", "value": format_time(now)},
-                    ],
-                )
+                # A JSON patch: for core/v1 the client sends application/json-patch+json.
+                call_json(self.core.patch_namespaced_event, prev.name, prev.namespace,
+                          [{"op": "replace", "path": "/count", "value": prev.count},
+                           {"op": "replace", "path": "/lastTimestamp", "value": format_time(now)}])
                 self.updated += 1
                 return
             ev_name = f"{name}.{uuid.uuid4().hex[:16]}"
-            body = {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": ev_name, "namespace": ns},
-                "involvedObject": {
-                    "apiVersion": obj.get("apiVersion"),
-                    "kind": obj.get("kind"),
-                    "name": name,
-                    "namespace": ns,
-                    "uid": meta.get("uid"),
-                    "resourceVersion": meta.get("resourceVersion"),
-                },
-                "type": type_,
-                "reason": reason,
-                "message": message[:1024],
-                "count": 1,
-                "firstTimestamp": format_time(now),
-                "lastTimestamp": format_time(now),
-                "action": reason,
-                "source": {"component": COMPONENT},
-                "reportingComponent": COMPONENT,
-                "reportingInstance": self.instance[:128],
-            }
+            body = event_body(obj, ev_name, type_, reason, message, format_time(now), self.instance)
             call_json(self.core.create_namespaced_event, ns, body)
             with self._lock:
                 self._sent[key] = _Sent(ev_name, ns, 1, now, now)

@@ -194,6 +194,8 @@ def _completed_stages(
     pod: Pod, events: Iterable[Mapping[str, Any]], node_created_at: float | None, node_ready_at: float | None,
     seen_unschedulable: bool, warm: bool, first_started_at: float | None,
 ) -> list[CompletedStage]:
+    """The cold-start stages this pod has finished, in order: node (scheduling, with a new node's provisioning),
+    image pull, weight load and warmup."""
     out: list[CompletedStage] = []
     created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
     scheduled_at = _true_at(pod, "PodScheduled")
@@ -202,9 +204,16 @@ def _completed_stages(
         stage = node_stage(created, scheduled_at, events, node_created_at, node_ready_at, seen_unschedulable, warm)
         if stage is not None:
             out.append(CompletedStage(stage, max(0.0, scheduled_at - created), "default", scheduled_at))
+    pull = _image_pull(pod, events)
+    if pull is not None:
+        out.append(pull)
+    out.extend(_load_and_warmup(pod, scheduled_at, first_started_at))
+    return out
 
-    # Image pull: one Pulled event per main container; a pull that failed and was retried counts from the
-    # first attempt (pull_events.retried_pull_seconds).
+
+def _image_pull(pod: Pod, events: list[Mapping[str, Any]]) -> CompletedStage | None:
+    """Image pull, once every main container has its Pulled event: the sum of their pulls, cached only if all
+    were. A pull that failed and was retried counts from the first attempt (pull_events.retried_pull_seconds)."""
     containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]
     pulls: dict[str, tuple[float, bool, float]] = {}
     first_pulling = first_pulling_events(events)
@@ -222,17 +231,17 @@ def _completed_stages(
             if not pull.cached and name not in restarted and name in first_pulling:
                 seconds = retried_pull_seconds(seconds, at, *first_pulling[name])
             pulls[name] = (seconds, pull.cached, at)
-    if containers and all(c in pulls for c in containers):
-        cached = all(p[1] for p in pulls.values())
-        out.append(
-            CompletedStage(
-                "image_pull",
-                sum(p[0] for p in pulls.values()),
-                "cached" if cached else "uncached",
-                max(p[2] for p in pulls.values()),
-            )
-        )
+    if not containers or not all(c in pulls for c in containers):
+        return None
+    cached = all(p[1] for p in pulls.values())
+    return CompletedStage("image_pull", sum(p[0] for p in pulls.values()), "cached" if cached else "uncached",
+                          max(p[2] for p in pulls.values()))
 
+
+def _load_and_warmup(pod: Pod, scheduled_at: float | None, first_started_at: float | None) -> list[CompletedStage]:
+    """Weight load (KServe's storage initializer's run, or from the engine's start to its weights-loaded
+    mark) and warmup (from there, or from the start, to Ready)."""
+    out: list[CompletedStage] = []
     started = main_started_at(pod)
     if started is not None and first_started_at is not None and scheduled_at is not None:
         started = min(started, max(first_started_at, scheduled_at))

@@ -239,8 +239,8 @@ def _image_pull(pod: Pod, events: list[Mapping[str, Any]]) -> CompletedStage | N
 
 
 def _load_and_warmup(pod: Pod, scheduled_at: float | None, first_started_at: float | None) -> list[CompletedStage]:
-    """Weight load (KServe's storage initializer's run, or from the engine's start to its weights-loaded
-    mark) and warmup (from there, or from the start, to Ready)."""
+    """Weight load (the storage-initializer init container's run, as KServe's, or from the main containers'
+    start to the pod's weights-loaded annotation) and warmup (from there, or from the start, to Ready)."""
     out: list[CompletedStage] = []
     started = main_started_at(pod)
     if started is not None and first_started_at is not None and scheduled_at is not None:

@@ -64,6 +64,18 @@ def unsupported(target: object) -> str | None:
     return f"deletionCost: unsupported for {kind} ({why})"
 
 
+def pod_loads(pods: Sequence[Mapping[str, Any]], inflight: Mapping[str, float | None]) -> list[PodLoad]:
+    """Each pod's load as the victim ranking reads it, with the target's pods per node (warm placeholders are
+    not visible here: a node they share counts as the target's alone, which only makes the choice more
+    conservative)."""
+    per_node: dict[str, int] = {}
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node:
+            per_node[str(node)] = per_node.get(str(node), 0) + 1
+    return [_pod_load(p, inflight.get(str((p.get("metadata") or {}).get("name"))), per_node) for p in pods]
+
+
 def _pod_load(pod: Mapping[str, Any], inflight: float | None, per_node: Mapping[str, int] | None = None) -> PodLoad:
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     node = spec.get("nodeName")
@@ -128,14 +140,7 @@ class DeletionCoster:
                 return self._status("NotNeeded", f"deletionCost: not needed: {len(active)} pods, {desired} stay", now)
             names = {str((p.get("metadata") or {}).get("name")): (p.get("status") or {}).get("podIP") for p in active}
             inflight = pod_inflight(self.source, policy, names, now, policy.spec.metrics.staleness_seconds)
-            # Pods of the target per node (warm placeholders are not visible here: a node they share counts as
-            # the target's alone, which only makes the choice more conservative).
-            per_node: dict[str, int] = {}
-            for p in active:
-                node = (p.get("spec") or {}).get("nodeName")
-                if node:
-                    per_node[str(node)] = per_node.get(str(node), 0) + 1
-            loads = [_pod_load(p, inflight.get(str((p.get("metadata") or {}).get("name"))), per_node) for p in active]
+            loads = pod_loads(active, inflight)
             if not any(p.inflight is not None for p in loads if p.ready):
                 return self._status(
                     "Skipped", "deletionCost: not set: no ready pod's in-flight requests are known "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from autoscaler.core.decide import decide, forecast_config
 from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.base import HISTOGRAM_FIELDS, load_signals, with_histograms
 from autoscaler.sources.engines import SignalName
+
+if TYPE_CHECKING:
+    from simulations.fluid import FluidFleet
 
 METHOD = ("fluid fleet (simulations.fluid.FluidFleet), demand rebuilt from the historical request and token "
           "rates at the step resolution")
@@ -161,28 +164,7 @@ def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:
         notes.append(f"{missing} of {n} steps had no prompt-token rate (the core held; demand counted as 0)")
 
     ours_fleet = FluidFleet(workload, serving, cold, initial_replicas=initial) if workload is not None else None
-    fcfg = forecast_config(spec)
-    state = CoreState()
-    ours = np.zeros(n, dtype=np.int64)
-    ours_ready = np.zeros(n, dtype=np.int64)
-    reasons: list[str] = []
-    desired = initial
-    for i in range(n):
-        t_rel = i * step
-        result = decide(spec, _tick_signals(history, i, ours_fleet, desired, t_rel), state, float(times[i]), fcfg)
-        state = result.state
-        d = result.decision
-        if d.desired_replicas is not None:
-            desired = d.desired_replicas
-        ours[i] = desired
-        reasons.append(d.reason.value)
-        if ours_fleet is not None:
-            ours_fleet.set_target(desired, t_rel)
-            if spec.warm_capacity.enabled:  # the placeholder pool: its GPUs count in the estimate's GPU-hours
-                ours_fleet.lifecycle.set_warm_slots(d.warm_slots, t_rel)
-            ours_ready[i] = ours_fleet.ready_replicas
-        else:
-            ours_ready[i] = desired
+    ours, ours_ready, reasons = _ours(policy, history, ours_fleet, initial, step)
 
     est_ours = est_actual = None
     slo = spec.slo.ttft_seconds or 2.0 * spec.slo.queue_budget_seconds
@@ -203,3 +185,34 @@ def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:
                       history.signals[SignalName.PROMPT_TOKENS_RATE], np.nan)
     return BacktestResult(policy.key, times, ours, ours_ready, actual, reasons, demand, est_ours, est_actual,
                           notes=notes)
+
+
+def _ours(policy: ModelScalingPolicy, history: History, fleet: FluidFleet | None, initial: int,
+          step: float) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The decision core over the history, tick by tick: the replicas it would have asked for, those ready in
+    the simulated fleet it drives (the count asked for without one), and each tick's reason."""
+    spec, times = policy.spec, history.times
+    n = len(times)
+    fcfg = forecast_config(spec)
+    state = CoreState()
+    ours = np.zeros(n, dtype=np.int64)
+    ours_ready = np.zeros(n, dtype=np.int64)
+    reasons: list[str] = []
+    desired = initial
+    for i in range(n):
+        t_rel = i * step
+        result = decide(spec, _tick_signals(history, i, fleet, desired, t_rel), state, float(times[i]), fcfg)
+        state = result.state
+        d = result.decision
+        if d.desired_replicas is not None:
+            desired = d.desired_replicas
+        ours[i] = desired
+        reasons.append(d.reason.value)
+        if fleet is not None:
+            fleet.set_target(desired, t_rel)
+            if spec.warm_capacity.enabled:  # the placeholder pool: its GPUs count in the estimate's GPU-hours
+                fleet.lifecycle.set_warm_slots(d.warm_slots, t_rel)
+            ours_ready[i] = fleet.ready_replicas
+        else:
+            ours_ready[i] = desired
+    return ours, ours_ready, reasons

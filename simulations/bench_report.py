@@ -163,10 +163,39 @@ def fragile(row: dict[str, Any]) -> str:
 
 def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]], command: str, quick: bool,
              wall_seconds: float, plots: dict[str, str] | None = None) -> str:
+    lines = _header(records, command, quick, wall_seconds) + _headline(table)
+    lines += ["", "Fleet model per scenario and family (`simulations.fidelity.fleet_mode`): " + _modes(records) + "."]
+    partial = [f"{fam} on {' / '.join(sorted(sigs))}" for fam, sigs in sorted(FLUID_AGREES_ON_SIGNAL.items())]
+    if partial and any(r.get("fleet_mode") == "fluid" for r in records):
+        lines += ["", "On fluid scenarios the families validated there for some signals only are searched on "
+                  "those signals (" + ", ".join(partial) + "); their other signals are not run there: the fluid "
+                  "fleet disagrees with the request-level one on them and a day of requests does not fit a "
+                  "request-level replay (docs/vllm-replica-model.md, \"Fluid and request-level\")."]
+    lines += _aborted_table(table, records)
+    exact = [row["scenario"] for row in table
+             if (row["families"].get("static") or {}).get("reached") and row["families"]["static"].get("exact")]
+    if exact:
+        lines += ["", f"Static fleets are exact in {len(exact)} of {len(table)} scenarios: one replica fewer "
+                  "was replayed and misses 99%."]
+    lines += _priors_table(table)
+    lines += curve_comparison(table, records)
+    notes = _notes(table)
+    if notes:
+        lines += ["", "Search notes:", "", *notes]
+    if plots:
+        lines += ["", "Attainment vs GPU-hours per scenario (every point the searches visited; line = the best "
+                  "attainment at that cost or less):", ""]
+        lines += [f"![{name} frontier]({rel})" for name, rel in plots.items()]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _header(records: Sequence[dict[str, Any]], command: str, quick: bool, wall_seconds: float) -> list[str]:
+    """The section's title, the command and machine, and how to read a cell."""
     m = machine()
     runs = sum(r["runs"] for r in records)
     cpu = sum(r.get("cpu_seconds", 0.0) for r in records)
-    lines = [
+    return [
         "## Decision quality: cost to reach 99% TTFT-SLO attainment",
         "",
         f"Command: `{command}`  ",
@@ -185,10 +214,14 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
         "searched by bisection" + ("" if quick else ", crossed with its behaviour knobs") + " (see the protocol "
         "below). Ratios below 1 are wins for ours, above 1 losses.",
         "",
-        "| scenario | tuned on? | ours (default) | static | hpa | keda | kpa | oracle | ours / cheapest "
-        "baseline | ours / oracle | verdict | infeasible |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+
+def _headline(table: Sequence[dict[str, Any]]) -> list[str]:
+    """The headline table: each family's cheapest setting at 99%, the ratios and the verdict per scenario."""
+    lines = ["| scenario | tuned on? | ours (default) | static | hpa | keda | kpa | oracle | ours / cheapest "
+             "baseline | ours / oracle | verdict | infeasible |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in table:
         f = row["families"]
         oracle = _cell(f.get("oracle"))
@@ -199,42 +232,25 @@ def markdown(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
             f"{_cell(f.get('ours'), False)} | " + " | ".join(_cell(f.get(b)) for b in BASELINES)
             + f" | {oracle} | {_ratio(row['ours_over_best_baseline'])} | {_ratio(row['ours_over_oracle'])} | "
             f"{verdict(row)} | {_infeasible(row)} |")
-    lines += ["", "Fleet model per scenario and family (`simulations.fidelity.fleet_mode`): " + _modes(records) + "."]
-    partial = [f"{fam} on {' / '.join(sorted(sigs))}" for fam, sigs in sorted(FLUID_AGREES_ON_SIGNAL.items())]
-    if partial and any(r.get("fleet_mode") == "fluid" for r in records):
-        lines += ["", "On fluid scenarios the families validated there for some signals only are searched on "
-                  "those signals (" + ", ".join(partial) + "); their other signals are not run there: the fluid "
-                  "fleet disagrees with the request-level one on them and a day of requests does not fit a "
-                  "request-level replay (docs/vllm-replica-model.md, \"Fluid and request-level\")."]
-    lines += _aborted_table(table, records)
-    exact = [row["scenario"] for row in table
-             if (row["families"].get("static") or {}).get("reached") and row["families"]["static"].get("exact")]
-    if exact:
-        lines += ["", f"Static fleets are exact in {len(exact)} of {len(table)} scenarios: one replica fewer "
-                  "was replayed and misses 99%."]
+    return lines
+
+
+def _priors_table(table: Sequence[dict[str, Any]]) -> list[str]:
+    """Ours with every prior ±30% and nudged ±0.01%, beside ours as shipped and ours tuned."""
     down, up = map(priors_key, OFF_PRIORS)
     near = [priors_key(k) for k in NUDGES]
-    lines += ["", "Ours with every prior (capacity and cold-start medians) off by ±30%, nudged by ±0.01% (physically "
-              "nothing: where a nudge changes the verdict the verdict is one path of the learner's, marked \"not "
-              "robust\" above; docs/benchmarks.md, \"The replay set's noise floor\"), and ours with its "
-              "utilisation knob searched (its frontier; not the headline):", "",
-              f"| scenario | priors ×{down} | priors ×{near[0]} | as shipped | priors ×{near[1]} | priors ×{up} "
-              "| ours tuned |", "|---|---|---|---|---|---|---|"]
+    lines = ["", "Ours with every prior (capacity and cold-start medians) off by ±30%, nudged by ±0.01% (physically "
+             "nothing: where a nudge changes the verdict the verdict is one path of the learner's, marked \"not "
+             "robust\" above; docs/benchmarks.md, \"The replay set's noise floor\"), and ours with its "
+             "utilisation knob searched (its frontier; not the headline):", "",
+             f"| scenario | priors ×{down} | priors ×{near[0]} | as shipped | priors ×{near[1]} | priors ×{up} "
+             "| ours tuned |", "|---|---|---|---|---|---|---|"]
     for row in table:
         f, p = row["families"], row["priors"]
         lines.append(f"| {row['scenario']} | {_cell(p.get(down), False)} | {nudged(p.get(near[0]))} | "
                      f"{_cell(f.get('ours'), False)} | {nudged(p.get(near[1]))} | {_cell(p.get(up), False)} | "
                      f"{_cell(f.get('ours_tuned'))} |")
-    lines += curve_comparison(table, records)
-    notes = _notes(table)
-    if notes:
-        lines += ["", "Search notes:", "", *notes]
-    if plots:
-        lines += ["", "Attainment vs GPU-hours per scenario (every point the searches visited; line = the best "
-                  "attainment at that cost or less):", ""]
-        lines += [f"![{name} frontier]({rel})" for name, rel in plots.items()]
-    lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def _points(records: Sequence[dict[str, Any]], scenario: str, family: str) -> list[tuple[float, float]]:

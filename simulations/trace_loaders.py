@@ -18,11 +18,14 @@ CSV files are read with pandas (typed, vectorized checks); the arrays handed to 
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
+import io
 import json
 import lzma
 import math
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -78,12 +81,20 @@ def _read_text(path: Path) -> str:
 
 
 def _read_csv(path: Path, header: bool = True) -> pd.DataFrame:
-    """Every field as text, blank lines kept (row i is line i + 2 with a header, i + 1 without)."""
+    """Every field as text, blank lines kept (row i is line i + 2 with a header, i + 1 without). A row with
+    more fields than the header is an error naming its line: pandas would drop the extra fields of the first
+    data rows with only a warning."""
     try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False, index_col=False,
-                           header=0 if header else None, compression="infer", encoding="utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False, index_col=False,
+                               header=0 if header else None, compression="infer", encoding="utf-8")
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
+    except pd.errors.ParserWarning:
+        line, fields, expected = _widest_row(path)
+        raise SimulationInputError(f"{path}:{line}", "", f"{fields} fields, expected {expected}",
+                                   "one value per column, as in the header") from None
     except pd.errors.ParserError as e:
         m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
         if m is None:
@@ -92,6 +103,16 @@ def _read_csv(path: Path, header: bool = True) -> pd.DataFrame:
                                    "one value per column, as in the header") from None
     except (OSError, UnicodeDecodeError, EOFError, lzma.LZMAError) as e:
         raise _read_error(path, e) from None
+
+
+def _widest_row(path: Path) -> tuple[int, int, int]:
+    """(line, its fields, the header's fields) of the first row with more fields than the header."""
+    rows = csv.reader(io.StringIO(_read_text(path)))
+    expected = len(next(rows, []))
+    for line, row in enumerate(rows, start=2):
+        if len(row) > expected:
+            return line, len(row), expected
+    return 2, expected + 1, expected  # pandas saw one; the csv module did not: point at the first data row
 
 
 def _blank(df: pd.DataFrame) -> np.ndarray:

@@ -48,6 +48,16 @@ def test_azure_bad_row_names_file_line_and_field(tmp_path: Path, row: str, field
     assert f"{p}:3" in str(e.value) and field in str(e.value) and "Fix:" in str(e.value)
 
 
+@pytest.mark.parametrize(("rows", "line"), [
+    ("2023-11-16 18:17:03.9,4808,10,99\n2023-11-16 18:17:04.0,1,1\n", 2),  # pandas would drop the 99 silently
+    ("2023-11-16 18:17:03.9,4808,10\n2023-11-16 18:17:04.0,1,1,7\n", 3),
+])
+def test_a_row_with_more_fields_than_the_header_is_named_not_truncated(tmp_path: Path, rows: str, line: int) -> None:
+    p = _write(tmp_path, "wide.csv", HEADER + rows)
+    with pytest.raises(SimulationInputError, match=rf"wide.csv:{line}: 4 fields, expected 3\. Fix:"):
+        load_azure_csv(p)
+
+
 def test_azure_unsorted_is_an_error_with_the_fix(tmp_path: Path) -> None:
     p = _write(tmp_path, "u.csv", HEADER + "2023-11-16 18:17:05.0,1,1\n2023-11-16 18:17:04.0,1,1\n")
     with pytest.raises(SimulationInputError, match=r"u.csv:3.*sort"):

@@ -231,7 +231,9 @@ def load_jsonl(path: str | Path, start_epoch: float = 0.0) -> Trace:
     prompt: list[int] = []
     out: list[int] = []
     hashes: list[tuple[int, ...]] = []
-    for line_no, line in enumerate(_read_text(p).splitlines(), start=1):
+    # Lines end at "\n" only: str.splitlines would also split at U+2028, U+0085 and others, which JSON allows raw
+    # inside a string.
+    for line_no, line in enumerate(_read_text(p).split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{p}:{line_no}"

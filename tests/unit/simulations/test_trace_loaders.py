@@ -75,6 +75,14 @@ def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
         load_azure_csv(tmp_path / "nope.csv")
 
 
+def test_jsonl_lines_end_at_newlines_only(tmp_path: Path) -> None:
+    # JSON allows U+2028 and U+0085 raw inside a string; str.splitlines would cut the line there
+    lines = [json.dumps({"timestamp": 0, "input_length": 5, "output_length": 2, "note": "a\u2028b\x85c"},
+                        ensure_ascii=False), '{"timestamp": 10, "input_length": 7, "output_length": 3}\r']
+    tr = load_jsonl(_write(tmp_path, "t.jsonl", "\n".join(lines) + "\n"))
+    assert list(tr.prompt_tokens) == [5, 7] and list(tr.output_tokens) == [2, 3]
+
+
 def test_jsonl_reads_mooncake_format(tmp_path: Path) -> None:
     rows = [{"timestamp": 0, "input_length": 100, "output_length": 5, "hash_ids": [1]},
             {"timestamp": 1500, "input_length": 200, "output_length": 7}]

@@ -106,6 +106,7 @@ def test_a_mangled_jsonl_trace_loads_clean_or_is_named(lines: list[str], garbage
         _named(e, p)
         return
     _check(tr)
+    assert len(tr) == sum(1 for line in lines if line.strip())  # one request per line that is not blank
 
 
 @FUZZ

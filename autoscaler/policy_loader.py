@@ -171,6 +171,19 @@ def _check_nodes(node: yaml.Node, path: tuple[Any, ...], source: str, out: list[
             out.append(PolicyProblem(source, _line(node), where, msg))
 
 
+def yaml_problem(e: yaml.YAMLError, text: str) -> tuple[int | None, str]:
+    """The line (None: unknown) and a one-line description of what PyYAML refused in `text`. A character
+    YAML forbids has no mark: its line comes from its position."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(e, "problem", None) or str(e)
+    if isinstance(e, yaml.reader.ReaderError):
+        line = text.count("\n", 0, max(0, e.position)) + 1
+        code = ord(e.character) if isinstance(e.character, str) else int(e.character)
+        problem = f"character U+{code:04X} is not allowed in YAML ({e.reason})"
+    return line, " ".join(str(problem).split())
+
+
 def load_policies_text(text: str, source: str = "<policy>") -> list[ModelScalingPolicy]:
     """All policies in a (possibly multi-document) YAML text. Nothing is returned unless all are valid."""
     if len(text.encode("utf-8", "replace")) > MAX_POLICY_BYTES:
@@ -184,14 +197,7 @@ def load_policies_text(text: str, source: str = "<policy>") -> list[ModelScaling
             raise PolicyError(found)
         docs = [PolicyLoader("").construct_document(n) for n in nodes]
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(e, "problem", None) or str(e)
-        if isinstance(e, yaml.reader.ReaderError):  # a character YAML forbids: its line from its position
-            line = text.count("\n", 0, max(0, e.position)) + 1
-            code = ord(e.character) if isinstance(e.character, str) else int(e.character)
-            problem = f"character U+{code:04X} is not allowed in YAML ({e.reason})"
-        problem = " ".join(str(problem).split())
+        line, problem = yaml_problem(e, text)
         kind = "YAML syntax error" if isinstance(e, yaml.scanner.ScannerError | yaml.parser.ParserError) else "YAML"
         raise PolicyError([PolicyProblem(source, line, "", f"{kind}: {problem}")]) from None
     except RecursionError:

@@ -27,24 +27,29 @@ ColdStartName = Literal["warm", "typical", "cold"]
 COLD_START_NAMES: tuple[str, ...] = ("warm", "typical", "cold")
 
 
+DAY = 86400.0
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No infinities or NaN: every field is a physical quantity with bounds (a bad value is named when it is read).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ServingProfile(_Model):
     """One replica: vLLM's scheduler limits, the KV cache and the step-time model."""
 
-    prefill_tokens_per_second: float = Field(15000.0, gt=0, description="compute rate of scheduled tokens")
-    itl_base_seconds: float = Field(0.007, gt=0, description="step time with no tokens (weights read, launch)")
+    prefill_tokens_per_second: float = Field(15000.0, gt=0, le=1e15, description="compute rate of scheduled tokens")
+    itl_base_seconds: float = Field(0.007, gt=0, le=10, description="step time with no tokens (weights read, launch)")
     itl_per_sequence_seconds: float = Field(0.0, ge=0, description="extra per decoding sequence per step")
-    kv_read_seconds_per_token: float = Field(4.0e-8, ge=0, description="per context token a decode attends")
+    kv_read_seconds_per_token: float = Field(4.0e-8, ge=0, le=1e-3, description="per context token a decode attends")
     attention_seconds_per_token_pair: float = Field(
-        1.0e-12, ge=0, description="prefill attention per (query, key) token pair")
-    kv_cache_tokens: int = Field(400_000, gt=0, description="KV-cache capacity (num_gpu_blocks × block_size)")
-    block_size: int = Field(16, ge=1, description="vLLM KV-cache block size in tokens")
-    max_num_batched_tokens: int = Field(8192, ge=1, description="vLLM per-step token budget")
-    max_num_seqs: int = Field(1024, gt=0, description="vLLM max_num_seqs (running requests)")
-    gpus_per_replica: int = Field(1, ge=1)
+        1.0e-12, ge=0, le=1e-6, description="prefill attention per (query, key) token pair")
+    kv_cache_tokens: int = Field(400_000, gt=0, le=10**10,
+                                 description="KV-cache capacity (num_gpu_blocks × block_size)")
+    block_size: int = Field(16, ge=1, le=4096, description="vLLM KV-cache block size in tokens")
+    max_num_batched_tokens: int = Field(8192, ge=1, le=10**7, description="vLLM per-step token budget")
+    max_num_seqs: int = Field(1024, gt=0, le=10**6, description="vLLM max_num_seqs (running requests)")
+    gpus_per_replica: int = Field(1, ge=1, le=4096)
 
     @model_validator(mode="after")
     def _limits(self) -> ServingProfile:
@@ -67,14 +72,14 @@ class ColdStartProfile(_Model):
     """Median stage durations (seconds) and the cluster they imply."""
 
     name: str = "custom"
-    scheduling_seconds: float = Field(2.0, ge=0)
-    node_provisioning_seconds: float = Field(100.0, ge=0)
-    image_pull_seconds: float = Field(0.0, ge=0, description="median pull on a node without the image")
+    scheduling_seconds: float = Field(2.0, ge=0, le=DAY)
+    node_provisioning_seconds: float = Field(100.0, ge=0, le=DAY)
+    image_pull_seconds: float = Field(0.0, ge=0, le=DAY, description="median pull on a node without the image")
     image_preloaded: bool = Field(True, description="new nodes come with the image (node image/secondary disk)")
-    weight_load_seconds: float = Field(20.0, ge=0)
-    warmup_seconds: float = Field(60.0, ge=0)
+    weight_load_seconds: float = Field(20.0, ge=0, le=DAY)
+    warmup_seconds: float = Field(60.0, ge=0, le=DAY)
     spread: float = Field(0.25, ge=0, le=2, description="lognormal sigma of each stage draw")
-    free_gpus: int | None = Field(0, ge=0, description="GPUs free on ready nodes at start; None = unlimited")
+    free_gpus: int | None = Field(0, ge=0, le=10**7, description="GPUs free on ready nodes at start; None = unlimited")
 
 
 COLD_START_PROFILES: dict[str, ColdStartProfile] = {
@@ -89,13 +94,13 @@ COLD_START_PROFILES: dict[str, ColdStartProfile] = {
 
 
 class ClusterSpec(_Model):
-    gpus_per_node: int = Field(8, ge=1)
-    max_gpus: int | None = Field(None, ge=1, description="cluster GPU quota; None = unlimited")
+    gpus_per_node: int = Field(8, ge=1, le=4096)
+    max_gpus: int | None = Field(None, ge=1, le=10**7, description="cluster GPU quota; None = unlimited")
     node_idle_removal_seconds: float = Field(
-        600.0, ge=0, description="cluster-autoscaler scale-down-unneeded-time (default 10 min)"
+        600.0, ge=0, le=7 * DAY, description="cluster-autoscaler scale-down-unneeded-time (default 10 min)"
     )
     # Warm capacity (simulations/lifecycle.py; docs/warm-capacity-sim.md): a fixed pool any policy family can use.
-    warm_slots: int = Field(0, ge=0, description="placeholder pods kept warm (each holds one replica's GPUs)")
+    warm_slots: int = Field(0, ge=0, le=10**5, description="placeholder pods kept warm (each holds one replica's GPUs)")
     warm_weight_load_seconds: float | None = Field(
-        None, ge=0, description="median weight load on a warm slot whose weights are pre-staged on the node's "
+        None, ge=0, le=DAY, description="median weight load on a warm slot whose weights are pre-staged on the node's "
         "disk (the download is skipped); None: weights not pre-staged, the replica loads them as usual")

@@ -22,6 +22,8 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from autoscaler.policy import MAX_REPLICAS
+from autoscaler.policy_loader import yaml_problem
 from simulations.errors import SimulationInputError
 from simulations.profiles import COLD_START_PROFILES, ClusterSpec, ColdStartName, ColdStartProfile, ServingProfile
 from simulations.synthetic import diurnal_workload, flash_crowd_trace
@@ -31,35 +33,38 @@ from simulations.trace_loaders import load_azure_csv, load_jsonl, servegen_workl
 TRACES_ENV = "INFERENCE_AUTOSCALER_TRACES"
 COMPRESSED_VARIANTS = ("", ".gz", ".xz", ".bz2", ".csv", ".csv.gz", ".csv.xz", ".csv.bz2")
 MONDAY_2024 = "2024-01-01T00:00:00+00:00"
+YEAR = 366 * 86400.0
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No infinities or NaN, and every number within physical bounds: a bad scenario is named when it is read,
+    # not when a replay runs out of memory or time.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class TraceSpec(_Model):
     format: Literal["azure", "jsonl", "servegen", "flash-crowd", "diurnal"]
     path: str | None = Field(None, description="relative to the traces folder, or bundled:NAME")
-    clone: float | None = Field(None, gt=0, description="request-level scaling: each request k times")
-    rate_factor: float | None = Field(None, gt=0, description="rate scaling for binned workloads")
+    clone: float | None = Field(None, gt=0, le=1000, description="request-level scaling: each request k times")
+    rate_factor: float | None = Field(None, gt=0, le=1000, description="rate scaling for binned workloads")
     token_source: str = Field("azure_llm_2023_conv.csv", description="token lengths for rate-only traces")
-    limit_seconds: float | None = Field(None, gt=0, description="use only the first N seconds")
+    limit_seconds: float | None = Field(None, gt=0, le=YEAR, description="use only the first N seconds")
     # A later window of a long trace (ServeGen's 14 days: a day the default policy was not tuned on). The
     # limit (and bench --quick's) then counts from here, and the trace's clock moves with it, so weekdays
     # and time-of-day floors stay those of the window.
-    start_seconds: float = Field(0.0, ge=0, le=366 * 86400.0,
+    start_seconds: float = Field(0.0, ge=0, le=YEAR,
                                  description="skip the first N seconds of a recorded trace (azure, jsonl, servegen)")
     prompt_scale: float | None = Field(
         None, gt=0, le=100, description="multiply every prompt length (request-level traces): long-prompt studies")
     # synthetic shapes
-    base_rps: float = Field(20.0, gt=0)
-    burst_factor: float = Field(5.0, ge=1)
-    burst_start_seconds: float = Field(3000.0, ge=0)
-    burst_ramp_seconds: float = Field(30.0, ge=0)
-    burst_hold_seconds: float = Field(600.0, gt=0)
-    duration_seconds: float = Field(7200.0, gt=0)
-    peak_to_trough: float = Field(3.0, ge=1)
-    noise_sigma: float = Field(0.1, ge=0)
+    base_rps: float = Field(20.0, gt=0, le=10_000)
+    burst_factor: float = Field(5.0, ge=1, le=1000)
+    burst_start_seconds: float = Field(3000.0, ge=0, le=YEAR)
+    burst_ramp_seconds: float = Field(30.0, ge=0, le=YEAR)
+    burst_hold_seconds: float = Field(600.0, gt=0, le=YEAR)
+    duration_seconds: float = Field(7200.0, ge=60, le=YEAR, description="a minute or more")
+    peak_to_trough: float = Field(3.0, ge=1, le=1000)
+    noise_sigma: float = Field(0.1, ge=0, le=3, description="lognormal sigma of the rate noise")
 
     @model_validator(mode="after")
     def _needs_path(self) -> TraceSpec:
@@ -72,7 +77,7 @@ class TraceSpec(_Model):
 
 
 class SloSpec(_Model):
-    ttft_seconds: float = Field(2.0, gt=0)
+    ttft_seconds: float = Field(2.0, gt=0, le=3600)
     target_attainment: float = Field(0.99, gt=0, le=1)
     # the TTFT budget grows by this per 1,000 prompt tokens (autoscaler.core.slo.ttft_budget; docs/slo.md)
     ttft_seconds_per_kilo_prompt_tokens: float | None = Field(None, ge=0, le=60)
@@ -83,17 +88,17 @@ class Scenario(_Model):
     description: str = ""
     trace: TraceSpec
     fidelity: Literal["request", "fluid"] = "request"
-    bin_seconds: float = Field(1.0, gt=0)
+    bin_seconds: float = Field(1.0, ge=0.1, le=600, description="fluid model bin")
     serving: ServingProfile = ServingProfile()
     cold_start: ColdStartName | ColdStartProfile = "typical"
     cluster: ClusterSpec = ClusterSpec(gpus_per_node=1)
     slo: SloSpec = SloSpec()
-    initial_replicas: int = Field(2, ge=1)
-    min_replicas: int = Field(1, ge=0, description="floor for the baselines and the oracle")
-    max_replicas: int = Field(60, ge=1)
+    initial_replicas: int = Field(2, ge=1, le=MAX_REPLICAS)
+    min_replicas: int = Field(1, ge=0, le=MAX_REPLICAS, description="floor for the baselines and the oracle")
+    max_replicas: int = Field(60, ge=1, le=MAX_REPLICAS)
     start_time: str | None = Field(None, description="ISO time of t = 0; default: the trace's own, else a Monday")
-    seed: int = 1
-    quick_limit_seconds: float | None = Field(None, gt=0, description="trace length for bench --quick")
+    seed: int = Field(1, ge=0, le=2**63 - 1)
+    quick_limit_seconds: float | None = Field(None, gt=0, le=YEAR, description="trace length for bench --quick")
     evaluation_only: bool = Field(False, description="left out of the default bench set (run it by name)")
 
     @model_validator(mode="after")
@@ -141,14 +146,20 @@ def resolve_trace_path(path: str) -> Path:
     """A scenario's trace path → an existing file or folder (see the module docstring for the order)."""
     if path.startswith("bundled:"):
         return bundled_path(path.removeprefix("bundled:"))
-    p = Path(path).expanduser()
+    try:
+        p = Path(path).expanduser()
+    except RuntimeError as e:  # "~name/..." for a user this machine does not know
+        raise SimulationInputError(path, "trace.path", str(e).rstrip("."), "give the path without ~user") from None
     if p.is_absolute():
         return p
     for root in trace_roots():
         for suffix in COMPRESSED_VARIANTS:
             candidate = root / p.parent / (p.name + suffix)
-            if candidate.exists():
-                return candidate
+            try:
+                if candidate.exists():
+                    return candidate
+            except OSError:  # a name too long for the file system, say: no such file there
+                continue
     looked = " and ".join(str(r) for r in trace_roots())
     raise SimulationInputError(path, "trace.path", f"not found in {looked}",
                                f"put the file there, set ${TRACES_ENV} to the folder that holds it, "
@@ -177,14 +188,17 @@ def load_scenario(name_or_file: str) -> Scenario:
             raise SimulationInputError(name_or_file, "scenario", "no such scenario or file",
                                        f"use one of {', '.join(scenario_names())} or a YAML path")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SimulationInputError(str(p), "", f"cannot read ({e})", "pass a readable UTF-8 YAML file") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
-        raise SimulationInputError(where, "", f"YAML syntax error ({getattr(e, 'problem', e)})",
+        line, problem = yaml_problem(e, text)
+        raise SimulationInputError(f"{p}:{line}" if line is not None else str(p), "", f"YAML syntax error ({problem})",
                                    "fix the YAML") from None
+    except RecursionError:
+        raise SimulationInputError(str(p), "", "YAML nesting is too deep", "fix the YAML") from None
     return parse_scenario(data, str(p))
 
 

@@ -11,7 +11,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import autoscaler.backtest.prom_range as prom_range
 from autoscaler.backtest.prom_range import PrometheusRange
@@ -147,3 +150,32 @@ def test_an_unreachable_prometheus_is_one_line_naming_the_cause() -> None:
     assert e.value.kind == "connect" and "\n" not in e.value.detail
     assert e.value.detail.startswith("http://127.0.0.1:9/api/v1/query_range: ConnectionError:")
     assert "Connection refused" in e.value.detail
+
+
+_value = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**20), st.floats(allow_nan=False),
+                   st.sampled_from(["1", "NaN", "+Inf", "-Inf", "x", "", "1e400", "0x10"]),
+                   st.lists(st.integers(), max_size=3))
+_sample = st.one_of(st.lists(_value, min_size=0, max_size=3), _value)
+_item = st.one_of(
+    st.fixed_dictionaries({"metric": st.one_of(st.dictionaries(st.sampled_from(["pod", "le", "__name__"]),
+                                                                st.one_of(st.text(max_size=4), _value), max_size=2),
+                                                _value),
+                           "values": st.one_of(st.lists(_sample, max_size=4), _value)}),
+    _value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(_item, max_size=3), result_type=st.sampled_from(["matrix", "vector", None]))
+def test_a_hostile_range_answer_is_a_frame_of_finite_timestamps_or_a_source_error(
+        fake: FakePrometheus, items: list[Any], result_type: str | None) -> None:
+    body = json.dumps({"status": "success", "data": {"resultType": result_type, "result": items}}).encode()
+    fake.handler = lambda q: (200, body, 0.0)
+    prom = PrometheusRange(fake.url, timeout_seconds=2.0)
+    try:
+        frame = prom.query_range("up", 1000.0, 1060.0, 15.0)
+    except SourceError as e:
+        assert e.kind in ("bad_payload", "too_large") and "\n" not in str(e)
+        return
+    finally:
+        prom.close()
+    assert np.isfinite(frame.index.to_numpy(dtype=float)).all() and "value" in frame.columns

@@ -5,6 +5,7 @@ YAML text damaged, either loads as a scenario or fails with SimulationInputError
 from __future__ import annotations
 
 import copy
+import itertools
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,12 @@ def _set(d: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     d[path[-1]] = value
 
 
+_TMP = tempfile.TemporaryDirectory()  # removed when the test process ends
+_made = itertools.count()
+
+
 def _write(text: str) -> Path:
-    p = Path(tempfile.mkdtemp()) / "s.yaml"
+    p = Path(_TMP.name) / f"s{next(_made)}.yaml"
     p.write_text(text, encoding="utf-8")
     return p
 

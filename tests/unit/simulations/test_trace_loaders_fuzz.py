@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 import tempfile
@@ -37,9 +38,12 @@ csv_row = st.one_of(st.builds(lambda t, p, o: f"{t},{p},{o}", timestamp, count, 
                     st.lists(odd_text, min_size=0, max_size=5).map(",".join))
 
 
+_TMP = tempfile.TemporaryDirectory()  # removed when the test process ends
+_made = itertools.count()
+
+
 def _file(text: str | bytes, suffix: str) -> Path:
-    d = Path(tempfile.mkdtemp())
-    p = d / f"t{suffix}"
+    p = Path(_TMP.name) / f"t{next(_made)}{suffix}"
     if isinstance(text, bytes):
         p.write_bytes(text)
     else:

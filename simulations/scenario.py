@@ -34,6 +34,8 @@ TRACES_ENV = "INFERENCE_AUTOSCALER_TRACES"
 COMPRESSED_VARIANTS = ("", ".gz", ".xz", ".bz2", ".csv", ".csv.gz", ".csv.xz", ".csv.bz2")
 MONDAY_2024 = "2024-01-01T00:00:00+00:00"
 YEAR = 366 * 86400.0
+MAX_PEAK_RPS = 20_000.0  # a synthetic burst's peak: far above one model's traffic in the traces, and ~10⁷ requests per
+# 10 minutes, what a request-level replay can hold
 
 
 class _Model(BaseModel):
@@ -70,6 +72,9 @@ class TraceSpec(_Model):
     def _needs_path(self) -> TraceSpec:
         if self.format in ("azure", "jsonl", "servegen") and not self.path:
             raise ValueError(f"format {self.format} needs a path")
+        if self.format == "flash-crowd" and self.base_rps * self.burst_factor > MAX_PEAK_RPS:
+            raise ValueError(f"base_rps × burst_factor is a peak of {self.base_rps * self.burst_factor:g} requests/s; "
+                             f"at most {MAX_PEAK_RPS:g} (a request-level replay holds every request in memory)")
         if self.start_seconds and self.format not in ("azure", "jsonl", "servegen"):
             raise ValueError(f"start_seconds skips part of a recorded trace; format {self.format} is generated: "
                              f"move its burst_start_seconds or shorten duration_seconds instead")

@@ -32,6 +32,10 @@ def test_unknown_scenario_key_is_an_error() -> None:
     ({"name": "x", "trace": {"format": "diurnal"}, "serving": {"prefill_tokens_per_second": 0}}, "serving"),
     ({"name": "x", "trace": {"format": "diurnal"}, "cold_start": {"warmup_seconds": -5}}, "cold_start"),
     ({"name": "x", "trace": {"format": "diurnal"}, "cold_start": "lukewarm"}, "cold_start"),
+    ({"name": "x", "trace": {"format": "diurnal"}, "bin_seconds": 1e-9}, "bin_seconds"),
+    ({"name": "x", "trace": {"format": "diurnal", "noise_sigma": float("inf")}}, "trace.noise_sigma"),
+    ({"name": "x", "trace": {"format": "diurnal"}, "seed": -1}, "seed"),
+    ({"name": "x", "trace": {"format": "flash-crowd", "base_rps": 1000, "burst_factor": 100}}, "trace.*a peak of"),
 ])
 def test_impossible_profiles_are_errors(data: dict, field: str) -> None:
     with pytest.raises(SimulationInputError, match=field):

@@ -34,8 +34,9 @@ TRACES_ENV = "INFERENCE_AUTOSCALER_TRACES"
 COMPRESSED_VARIANTS = ("", ".gz", ".xz", ".bz2", ".csv", ".csv.gz", ".csv.xz", ".csv.bz2")
 MONDAY_2024 = "2024-01-01T00:00:00+00:00"
 YEAR = 366 * 86400.0
-MAX_PEAK_RPS = 20_000.0  # a synthetic burst's peak: far above one model's traffic in the traces, and ~10⁷ requests per
-# 10 minutes, what a request-level replay can hold
+# A synthetic burst's peak: far above one model's traffic in the traces, and ~10⁷ requests in 10 minutes, what a
+# request-level replay can hold.
+MAX_PEAK_RPS = 20_000.0
 
 
 class _Model(BaseModel):
@@ -69,7 +70,7 @@ class TraceSpec(_Model):
     noise_sigma: float = Field(0.1, ge=0, le=3, description="lognormal sigma of the rate noise")
 
     @model_validator(mode="after")
-    def _needs_path(self) -> TraceSpec:
+    def _consistent(self) -> TraceSpec:
         if self.format in ("azure", "jsonl", "servegen") and not self.path:
             raise ValueError(f"format {self.format} needs a path")
         if self.format == "flash-crowd" and self.base_rps * self.burst_factor > MAX_PEAK_RPS:

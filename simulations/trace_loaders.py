@@ -92,26 +92,29 @@ def _read_csv(path: Path, header: bool = True) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
     except pd.errors.ParserWarning:
-        line, fields, expected = _widest_row(path)
-        raise SimulationInputError(f"{path}:{line}", "", f"{fields} fields, expected {expected}",
-                                   "one value per column, as in the header") from None
+        raise _too_wide(path, *_widest_row(path)) from None
     except pd.errors.ParserError as e:
         m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
         if m is None:
             raise SimulationInputError(str(path), "", f"not CSV ({e})", "pass a comma-separated file") from None
-        raise SimulationInputError(f"{path}:{m[2]}", "", f"{m[3]} fields, expected {m[1]}",
-                                   "one value per column, as in the header") from None
+        raise _too_wide(path, int(m[2]), int(m[3]), int(m[1])) from None
     except (OSError, UnicodeDecodeError, EOFError, lzma.LZMAError) as e:
         raise _read_error(path, e) from None
 
 
+def _too_wide(path: Path, line: int, fields: int, expected: int) -> SimulationInputError:
+    return SimulationInputError(f"{path}:{line}", "", f"{fields} fields, expected {expected}",
+                                "one value per column, as in the header")
+
+
 def _widest_row(path: Path) -> tuple[int, int, int]:
-    """(line, its fields, the header's fields) of the first row with more fields than the header."""
+    """(line, its fields, the header's fields) of the first row with more fields than the header (the line a
+    quoted field with newlines ends on)."""
     rows = csv.reader(io.StringIO(_read_text(path)))
     expected = len(next(rows, []))
-    for line, row in enumerate(rows, start=2):
+    for row in rows:
         if len(row) > expected:
-            return line, len(row), expected
+            return rows.line_num, len(row), expected
     return 2, expected + 1, expected  # pandas saw one; the csv module did not: point at the first data row
 
 

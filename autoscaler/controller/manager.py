@@ -129,6 +129,12 @@ def scoped(name: str, ns: str | None) -> str:
     return f"{name}/{ns}" if ns else name
 
 
+def typed_list(namespaced: Callable[..., Any], everywhere: Callable[..., Any], ns: str | None) -> tuple[Any, ...]:
+    """A typed API's list call with its leading arguments: `namespaced` in `ns`, or `everywhere` over the
+    cluster (e.g. `list_namespaced_deployment`, `list_deployment_for_all_namespaces`)."""
+    return (namespaced, ns) if ns else (everywhere,)
+
+
 def custom_list(custom: client.CustomObjectsApi, group: str, version: str, plural: str,
                 ns: str | None) -> tuple[Any, ...]:
     """A custom resource's list call with its leading arguments, in `ns` or over the cluster."""
@@ -149,8 +155,8 @@ def autoscaler_informers(hpa: client.AutoscalingV2Api, custom: client.CustomObje
     watched namespace or over the cluster: the other autoscalers a target may already have."""
     out: list[Informer] = []
     for ns in scopes(namespaces):
-        hpa_list: tuple[Any, ...] = ((hpa.list_namespaced_horizontal_pod_autoscaler, ns) if ns
-                                     else (hpa.list_horizontal_pod_autoscaler_for_all_namespaces,))
+        hpa_list = typed_list(hpa.list_namespaced_horizontal_pod_autoscaler,
+                              hpa.list_horizontal_pod_autoscaler_for_all_namespaces, ns)
         out.append(Informer(scoped("hpas", ns), *hpa_list, transform=trim_autoscaler, optional=True))
         keda_list = custom_list(custom, "keda.sh", "v1alpha1", "scaledobjects", ns)
         out.append(Informer(scoped("scaledobjects", ns), *keda_list, transform=trim_autoscaler, optional=True))
@@ -241,12 +247,8 @@ class Controller:
         deployments = group == "apps" and plural == "deployments"
         out: list[tuple[str | None, Informer]] = []
         for ns in scopes(self.config.namespaces):
-            args: tuple[Any, ...]
-            if deployments:
-                args = ((self._apps.list_namespaced_deployment, ns) if ns
-                        else (self._apps.list_deployment_for_all_namespaces,))
-            else:
-                args = custom_list(self._custom, group, version, plural, ns)
+            args = (typed_list(self._apps.list_namespaced_deployment, self._apps.list_deployment_for_all_namespaces, ns)
+                    if deployments else custom_list(self._custom, group, version, plural, ns))
             out.append((ns, Informer(scoped(f"targets/{plural}.{group}", ns), *args,
                                      transform=trim_deployment if deployments else trim_target, optional=True)))
         return out

@@ -208,11 +208,9 @@ class Learned:
                    state.steady_since, state.slo_budget, state.beyond_headroom)
 
 
-
-def carried(memory: Learned | Capacity) -> dict[str, Any]:
+def carried(m: Learned | Capacity) -> dict[str, Any]:
     """The CoreState fields that carry the capacity stage's memory to the next tick (the inverse of
     `Learned.of`), from a `Learned` or from a tick's `Capacity`, which name them alike."""
-    m = memory
     return {"capacity": m.stats, "slo_capacity": m.slo, "engine_knee": m.engine, "load_factor": m.load_factor,
             "settled_since": m.settled_since, "steady_since": m.steady_since, "slo_budget": m.budget,
             "beyond_headroom": m.beyond_headroom}

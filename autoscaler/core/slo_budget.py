@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from autoscaler.core.numbers import finite_number
+from autoscaler.core.numbers import MAX_REQUESTS, finite_number
 
 HALF_LIFE_SECONDS = 2 * 3600.0
 MIN_JUDGED = 2000.0  # requests before the burn speaks: a 1% budget is then 20 misses
-MAX_JUDGED = 1e12  # bounds a restored state
+MAX_JUDGED = MAX_REQUESTS  # bounds a window's requests and a restored state
 # The recent counts fade this share of the half-life (10 minutes) and speak after this share of MIN_JUDGED.
 RECENT_SHARE = 1.0 / 12.0
 

@@ -41,7 +41,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from autoscaler.core.numbers import finite_number
+from autoscaler.core.numbers import MAX_REQUESTS, finite_number
 
 LOW, RATIO = 0.02, 1.08  # bin b covers loads [LOW * RATIO**b, LOW * RATIO**(b+1))
 MAX_BIN = 120  # 0.02 × 1.08**120 ≈ 200 replica-equivalents per replica: far past any real load
@@ -89,7 +89,9 @@ class SloCapacity:
         """One clean window: load per ready replica, requests judged, requests that missed because of load,
         the ready replicas that carried it, and when (None: no clock, so each missed window is an episode)."""
         b = bin_of(load)
-        if b is None or not requests > 0 or not 0 <= missed <= requests:
+        # A window judges at most MAX_REQUESTS (a histogram's count of 1e308, or inf, would pool to inf and leave
+        # a state no status can hold).
+        if b is None or not 0 < requests < MAX_REQUESTS or not 0 <= missed <= requests:
             return self
         mw, mr = self.miss_windows, self.miss_ready
         if missed > 0 and ready > 0 and math.isfinite(ready):

@@ -157,10 +157,3 @@ def ttft_series(fleet: RequestFleet | FluidFleet, step: float = 60.0) -> tuple[n
                 p90[i] = float(np.quantile(np.minimum(sel, 1e6), 0.9))
         return np.arange(len(p90)) * step, p90
     return fleet.wait_series(step)
-
-
-def run_oracle(scenario: Scenario, workload: Trace | BinnedWorkload) -> RunResult:
-    """The oracle's cheapest plan reaching 99% (see `simulations.autoscalers.oracle.run_oracle`)."""
-    from simulations.autoscalers import oracle
-
-    return oracle.run_oracle(scenario, workload, scenario.slo.target_attainment)

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from autoscaler.policy import PolicySpec
+from simulations.autoscalers.oracle import run_oracle
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.registry import make_baseline, setting_label
 from simulations.decision_log import DecisionLog
 from simulations.report import plot_scenario, write_html, write_json
-from simulations.runner import RunResult, run, run_oracle
+from simulations.runner import RunResult, run
 from simulations.scenario import Scenario
 from simulations.trace import BinnedWorkload, Trace
 
@@ -37,7 +38,7 @@ def simulate(
             else:
                 res = run(scenario, workload, Ours(policy))
         elif name == "oracle":
-            res = run_oracle(scenario, workload)
+            res = run_oracle(scenario, workload, scenario.slo.target_attainment)
         else:
             assert value is not None
             res = run(scenario, workload, make_baseline(name, value), setting_label(name, value))

@@ -39,9 +39,9 @@ import numpy as np
 
 from simulations.autoscalers.base import Context
 from simulations.lifecycle import Lifecycle
+from simulations.runner import RunResult, run
 
 if TYPE_CHECKING:
-    from simulations.runner import RunResult
     from simulations.scenario import Scenario
     from simulations.trace import BinnedWorkload, Trace
 
@@ -186,8 +186,6 @@ def peek_leads(life: Lifecycle, now: float, k: int) -> list[float]:
 def run_oracle(scenario: Scenario, workload: Trace | BinnedWorkload, target: float = ORACLE_TARGET,
                tolerance: float = 0.03) -> RunResult:
     """The cheapest oracle plan reaching `target`: the bisected headroom plan or a constant plan."""
-    from simulations.runner import run
-
     def replay(h: float) -> RunResult:
         return run(scenario, workload, Oracle.for_scenario(scenario, workload, h), f"headroom={h:.3g}")
 

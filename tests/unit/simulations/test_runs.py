@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from autoscaler.policy_loader import load_policy_file
+from simulations.autoscalers.oracle import run_oracle
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.static import Static
 from simulations.fleet import RequestFleet
 from simulations.metrics_view import MetricsView
 from simulations.profiles import COLD_START_PROFILES
-from simulations.runner import run, run_oracle
+from simulations.runner import run
 from simulations.scenario import Scenario, TraceSpec, bundled_path
 
 from .conftest import poisson_trace
@@ -44,7 +45,7 @@ def test_oracle_reaches_the_target_on_a_small_trace() -> None:
 
     wl = Trace("mix", t[order], np.concatenate([trace.prompt_tokens, burst.prompt_tokens])[order],
                np.concatenate([trace.output_tokens, burst.output_tokens])[order], 1704067200.0)
-    res = run_oracle(sc, wl)
+    res = run_oracle(sc, wl, sc.slo.target_attainment)
     assert res.outcome.attainment >= sc.slo.target_attainment
     static = run(sc, wl, Static(int(res.series_desired.max())))
     assert res.outcome.gpu_hours < static.outcome.gpu_hours  # foresight is cheaper than peak provisioning

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -69,6 +69,16 @@ def is_time_zone(name: str) -> bool:
     except Exception:  # ZoneInfoNotFoundError, IsADirectoryError, OSError, ValueError: not a zone
         return False
     return True
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def revised(model: _M, **changes: Any) -> _M:
+    """`model` with the fields in `changes` replaced, validated as a document is. Pydantic's
+    `model_copy(update=...)` skips validation, so a copy built from a flag or a factor could carry a value the
+    field's bounds refuse (a prior × 10⁶, `--scale inf`); this raises pydantic's `ValidationError` instead."""
+    return type(model).model_validate({**model.model_dump(), **changes})
 
 
 class _Spec(BaseModel):

@@ -25,7 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from autoscaler.policy import PolicySpec
+from pydantic import ValidationError
+
+from autoscaler.policy import PolicySpec, revised
 from simulations.autoscalers import registry
 from simulations.autoscalers.ours import Ours
 from simulations.errors import SimulationInputError
@@ -55,6 +57,10 @@ OFF_PRIORS = (0.7, 1.3)  # protocol rows: ours with every prior off by -30% / +3
 # is one path the learner happened to take, not the policy's (docs/benchmarks.md, "The replay set's noise floor").
 NUDGES = (0.9999, 1.0001)
 PRIORS_SCALES = (*OFF_PRIORS, *NUDGES)
+# The priors `--priors-scales` multiplies: the capacity prior and the cold-start stage medians.
+PRIOR_RATES = ("prompt_tokens_per_second", "generation_tokens_per_second")
+PRIOR_STAGES = ("scheduling_seconds", "node_provisioning_seconds", "image_pull_seconds", "weight_load_seconds",
+                "warmup_seconds")
 MARK_START = "<!-- bench:decision-quality:start -->"
 MARK_END = "<!-- bench:decision-quality:end -->"
 
@@ -102,7 +108,7 @@ def load_replay(name: str, quick: bool, mode: str) -> tuple[Scenario, Trace | Bi
     run's length when `quick`): what a bench job replays."""
     sc = load_scenario(name)
     if mode != sc.fidelity:
-        sc = sc.model_copy(update={"fidelity": mode})
+        sc = revised(sc, fidelity=mode)
     return sc, build_workload(sc, sc.quick_limit_seconds if quick else None)
 
 
@@ -122,17 +128,18 @@ def ours_replay(name: str, priors_scale: float = 1.0) -> tuple[Scenario, Trace |
 
 
 def scaled_priors(spec: PolicySpec, k: float) -> PolicySpec:
-    """Every prior the policy states (capacity and cold-start stage medians) multiplied by `k`."""
+    """Every prior the policy states (capacity and cold-start medians) multiplied by `k`, within the policy's
+    bounds: a factor that takes one outside them is a one-line error naming the field."""
     if k == 1:
         return spec
-    cap, cs = spec.capacity, spec.cold_start
-    return spec.model_copy(update={
-        "capacity": cap.model_copy(update={"prompt_tokens_per_second": cap.prompt_tokens_per_second * k,
-                                           "generation_tokens_per_second": cap.generation_tokens_per_second * k}),
-        "cold_start": cs.model_copy(update={f: getattr(cs, f) * k for f in (
-            "scheduling_seconds", "node_provisioning_seconds", "image_pull_seconds", "weight_load_seconds",
-            "warmup_seconds")}),
-    })
+    cap, cs = spec.capacity.model_dump(), spec.cold_start.model_dump()
+    try:
+        return revised(spec, capacity={**cap, **{f: cap[f] * k for f in PRIOR_RATES}},
+                       cold_start={**cs, **{f: cs[f] * k for f in PRIOR_STAGES}})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise SimulationInputError(f"priors × {k:g}", ".".join(str(x) for x in err["loc"]), str(err["msg"]),
+                                   "use a factor that keeps every prior within the policy's bounds") from None
 
 
 def _run_record(job: Job, knob: Knob | None, value: float | None, sc: Scenario, wl: Trace | BinnedWorkload,
@@ -224,6 +231,8 @@ def jobs_for(scenarios: Sequence[str], quick: bool, policy_file: str,
     for name in scenarios:
         fidelity = load_scenario(name).fidelity  # fail here, in one line, on a bad name or file
         jobs.append(Job(name, "ours", "default", (), quick, policy_file))
+        for k in priors_scales:  # fail here, in one line, on a factor that takes a prior out of its bounds
+            scaled_priors(policy_spec(policy_file), k)
         jobs.extend(Job(name, "ours", "default", (), quick, policy_file, k) for k in priors_scales if k != 1)
         for fam in FAMILY_ORDER:
             if fam not in FAMILIES:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,10 +40,11 @@ from simulations.autoscalers.base import Autoscaler
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.static import Static
 from simulations.engine_step import Engine
+from simulations.errors import SimulationInputError
 from simulations.fleet import RequestFleet
 from simulations.lifecycle import Lifecycle, Node
 from simulations.runner import Loop
-from simulations.scenario import Scenario, build_workload, bundled_path, load_scenario
+from simulations.scenario import Scenario, build_workload, bundled_path, load_scenario, revised_scenario
 from simulations.trace import Trace
 
 WINDOW_AFTER_EVICTION_SECONDS = 900.0
@@ -253,14 +255,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default=None, help="policy YAML (default: the shipped one)")
     ap.add_argument("--json", action="store_true", help="print JSON")
     a = ap.parse_args(argv)
-    scenario = load_scenario(a.scenario)
-    if a.gpus_per_node is not None:
-        if a.gpus_per_node < 1:
-            print("error: --gpus-per-node must be >= 1", file=sys.stderr)
-            return 2
-        scenario = scenario.model_copy(update={"cluster": scenario.cluster.model_copy(
-            update={"gpus_per_node": a.gpus_per_node})})
-    workload = build_workload(scenario, limit_seconds=a.duration)
+    if not 0 < a.duration < math.inf:
+        print("error: --duration must be a number of seconds > 0", file=sys.stderr)
+        return 2
+    try:
+        scenario = load_scenario(a.scenario)
+        if a.gpus_per_node is not None:
+            scenario = revised_scenario(scenario, "--gpus-per-node", cluster={"gpus_per_node": a.gpus_per_node})
+        workload = build_workload(scenario, limit_seconds=a.duration)
+    except SimulationInputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if not isinstance(workload, Trace):
         print(f"error: scenario {scenario.name} is fluid; the drill needs a request-level one "
               "(fidelity: request), e.g. flash-crowd", file=sys.stderr)

@@ -50,6 +50,7 @@ from typing import Literal
 
 import numpy as np
 
+from autoscaler.policy import revised
 from simulations.scenario import Scenario, build_workload, load_scenario
 from simulations.trace import BinnedWorkload, Trace
 
@@ -124,4 +125,4 @@ def agreement_case(name: str) -> tuple[Scenario, Trace]:
     assert isinstance(binned, BinnedWorkload)
     trace = sample_trace(binned, start, WINDOW_SECONDS, sc.seed)
     # the replay starts at the window's start: a fleet sized for it
-    return sc.model_copy(update={"fidelity": "request", "start_time": None}), trace
+    return revised(sc, fidelity="request", start_time=None), trace

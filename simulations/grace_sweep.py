@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 import simulations.runner as runner
-from autoscaler.policy import PolicySpec
+from autoscaler.policy import PolicySpec, revised
 from autoscaler.policy_loader import load_policy_file
 from simulations.autoscalers.ours import Ours
 from simulations.autoscalers.registry import make_baseline, parse_baselines, setting_label
@@ -43,8 +43,7 @@ def grace(seconds: float) -> Iterator[None]:
 
 
 def without_deletion_cost(policy: PolicySpec) -> PolicySpec:
-    sd = policy.scale_down.model_copy(update={"deletion_cost": False})
-    return policy.model_copy(update={"scale_down": sd})
+    return revised(policy, scale_down=revised(policy.scale_down, deletion_cost=False))
 
 
 def sweep(scenario: str, hours: float, graces: Sequence[float], baselines: str = "hpa,keda,kpa") -> list[str]:

@@ -27,7 +27,7 @@ from autoscaler.policy_loader import yaml_problem
 from simulations.errors import SimulationInputError
 from simulations.profiles import COLD_START_PROFILES, ClusterSpec, ColdStartName, ColdStartProfile, ServingProfile
 from simulations.synthetic import diurnal_workload, flash_crowd_trace
-from simulations.trace import BinnedWorkload, Trace
+from simulations.trace import MAX_CLONE, BinnedWorkload, Trace
 from simulations.trace_loaders import load_azure_csv, load_jsonl, servegen_workload
 
 TRACES_ENV = "INFERENCE_AUTOSCALER_TRACES"
@@ -48,8 +48,8 @@ class _Model(BaseModel):
 class TraceSpec(_Model):
     format: Literal["azure", "jsonl", "servegen", "flash-crowd", "diurnal"]
     path: str | None = Field(None, description="relative to the traces folder, or bundled:NAME")
-    clone: float | None = Field(None, gt=0, le=1000, description="request-level scaling: each request k times")
-    rate_factor: float | None = Field(None, gt=0, le=1000, description="rate scaling for binned workloads")
+    clone: float | None = Field(None, gt=0, le=MAX_CLONE, description="request-level scaling: each request k times")
+    rate_factor: float | None = Field(None, gt=0, le=MAX_CLONE, description="rate scaling for binned workloads")
     token_source: str = Field("azure_llm_2023_conv.csv", description="token lengths for rate-only traces")
     limit_seconds: float | None = Field(None, gt=0, le=YEAR, description="use only the first N seconds")
     # A later window of a long trace (ServeGen's 14 days: a day the default policy was not tuned on). The
@@ -130,7 +130,7 @@ class Scenario(_Model):
         return COLD_START_PROFILES[self.cold_start]
 
     def with_cold_start(self, name: str) -> Scenario:
-        return self.model_copy(update={"cold_start": name})
+        return revised_scenario(self, f"cold start {name!r}", cold_start=name)
 
 
 def bundled_path(name: str) -> Path:
@@ -221,6 +221,16 @@ def parse_scenario(data: object, source: str = "<scenario>") -> Scenario:
                                        "not ignored") from None
         raise SimulationInputError(source, loc, str(err["msg"]),
                                    "see the field's description in simulations/scenario.py") from None
+
+
+def revised_scenario(sc: Scenario, source: str, **changes: object) -> Scenario:
+    """`sc` with `changes` (a mapping for a nested field, such as `trace`, is merged into it), checked as a
+    scenario file is: a bad value is a one-line error naming `source` (the flag that asked for it) and the
+    field, never a scenario outside its bounds (`model_copy` does not validate)."""
+    data = sc.model_dump()
+    for key, value in changes.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+    return parse_scenario(data, source)
 
 
 def _token_trace(path: str) -> Trace:

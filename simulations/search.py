@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from autoscaler.policy import PolicySpec
+from autoscaler.policy import PolicySpec, revised
 from simulations.autoscalers import registry
 from simulations.autoscalers.base import Autoscaler
 from simulations.errors import SimulationInputError
@@ -154,7 +154,7 @@ def with_secondary(sc: Scenario, secondary: Secondary) -> Scenario:
     if "min_replicas" not in sec:
         return sc
     m = int(sec["min_replicas"])
-    return sc.model_copy(update={"min_replicas": m, "initial_replicas": max(m, sc.initial_replicas)})
+    return revised(sc, min_replicas=m, initial_replicas=max(m, sc.initial_replicas))
 
 
 def knobs_for(family: str, quick: bool) -> tuple[Knob | None, list[Secondary]]:

@@ -18,6 +18,9 @@ import numpy as np
 from simulations.errors import SimulationInputError
 
 MAX_CLONE_JITTER_SECONDS = 0.1
+# A trace cloned or rate-scaled at most this many times: an Azure hour × 1000 is 20 million requests, what a
+# request-level replay can hold (the scenario's `clone`/`rate_factor` and emulate's --scale share it).
+MAX_CLONE = 1000.0
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,9 @@ class Trace:
     def clone(self, k: float, seed: int = 0) -> Trace:
         """Each request k times (k may be fractional: the remainder is a per-request coin flip), copies
         at the original timestamp plus uniform jitter in [0, 100 ms]. The burst shape is kept."""
-        if not k > 0:
-            raise SimulationInputError(self.name, "scale", f"clone factor {k} must be > 0", "use e.g. --scale 8")
+        if not 0 < k <= MAX_CLONE:
+            raise SimulationInputError(self.name, "scale", f"clone factor {k} must be within (0, {MAX_CLONE:g}]",
+                                       "use e.g. --scale 8")
         if k == 1:
             return self
         rng = np.random.default_rng(seed)

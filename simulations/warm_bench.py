@@ -40,7 +40,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from autoscaler.policy import PolicySpec
+from autoscaler.policy import PolicySpec, revised
 from simulations.autoscalers.ours import with_warm_pool
 from simulations.bench import default_policy_file, policy_spec, write_markdown_section
 from simulations.bench_report import COLORS
@@ -82,7 +82,7 @@ class WarmJob:
 def _workload(name: str, cold_start: str | None) -> tuple[Scenario, Trace | BinnedWorkload]:
     sc = load_scenario(name)
     if cold_start is not None and cold_start != sc.cold_start_profile.name:
-        sc = sc.with_cold_start(cold_start).model_copy(update={"name": f"{sc.name} ({cold_start} starts)"})
+        sc = revised(sc.with_cold_start(cold_start), name=f"{sc.name} ({cold_start} starts)")
     return sc, build_workload(sc)
 
 
@@ -92,15 +92,15 @@ PRESTAGE_PATH = "/var/cache/inference-autoscaler/models"  # ours' weightsCachePa
 def with_pool(sc: Scenario, pool: int, prestaged: float | None = None) -> Scenario:
     """The scenario with a fixed placeholder pool of `pool` (warm at t = 0); `prestaged`: the median weight
     load from the node's disk on a warm slot (None: weights not pre-staged)."""
-    cluster = sc.cluster.model_copy(update={"warm_slots": pool, "warm_weight_load_seconds": prestaged})
+    cluster = revised(sc.cluster, warm_slots=pool, warm_weight_load_seconds=prestaged)
     name = sc.name if prestaged is None else f"{sc.name} (weights pre-staged)"
-    return sc.model_copy(update={"cluster": cluster, "name": name})
+    return revised(sc, cluster=cluster, name=name)
 
 
 def with_sized_pool(policy: PolicySpec, most: int, weights_cache_path: str | None = None) -> PolicySpec:
     """`ours-sized`: warm capacity on with minSlots 0 and maxSlots `most`, so the decision sizes the pool."""
-    warm = with_warm_pool(policy, most, weights_cache_path).warm_capacity.model_copy(update={"min_slots": 0})
-    return policy.model_copy(update={"warm_capacity": warm})
+    return revised(policy, warm_capacity=revised(with_warm_pool(policy, most, weights_cache_path).warm_capacity,
+                                                 min_slots=0))
 
 
 def run_job(job: WarmJob) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from autoscaler.sources.engines import QUANTILE, SignalName, engine_metrics
 from autoscaler.sources.histogram import latency_histogram, parse_le, quantile_of
 from autoscaler.sources.promql import REPLICAS, PromQLBuilder
 
+MAX_STEPS = 1_000_000  # decisions one backtest replays: nearly two years at the default 60-s step
+
 
 class RangeSource(Protocol):
     """What fetch_history reads from (`autoscaler.backtest.prom_range.PrometheusRange`)."""
@@ -121,9 +123,12 @@ def fetch_history(source: RangeSource, policy: ModelScalingPolicy, start: float,
                   builder: PromQLBuilder | None = None) -> History:
     """Range-query every signal (and the replica count) for one policy. Raises SourceError on failure."""
     builder = builder or PromQLBuilder()
-    if end <= start:
+    if not (math.isfinite(start) and math.isfinite(end) and end > start):
         raise ValueError(f"--end ({end}) must be after --start ({start})")
     n = math.floor((end - start) / step_seconds) + 1
+    if n > MAX_STEPS:
+        raise ValueError(f"{n:.3g} steps from --start to --end; at most {MAX_STEPS:,} (a longer --step or a "
+                         "shorter range)")
     frame = pd.DataFrame(np.nan, index=pd.Index(start + step_seconds * np.arange(n), name="time"),
                          columns=[*(s.value for s in SignalName), REPLICAS])
     histograms: dict[SignalName, list[LatencyHistogram | None]] = {}

@@ -7,20 +7,28 @@ from datetime import datetime, timezone
 
 import click
 
+from autoscaler.cli.params import DAY, HOUR, seconds
 from autoscaler.strictjson import dumps_strict
 
+LAST_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last time an ISO date can name
 
-def parse_time(raw: str) -> float:
+
+def parse_time(raw: str, flag: str | None = None) -> float:
     """Unix seconds, or an ISO 8601 time (UTC when no zone is given)."""
     try:
-        return float(raw)
+        t = float(raw)
     except ValueError:
         pass
+    else:
+        if not 0 <= t <= LAST_TIME:
+            raise click.BadParameter(f"{raw!r} is not a unix time in 0..{LAST_TIME:.0f} (year 9999)",
+                                     param_hint=flag)
+        return t
     try:
         dt = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
-        raise click.BadParameter(f"{raw!r} is neither unix seconds nor an ISO time like 2023-11-16T18:15:00Z"
-                                 ) from None
+        raise click.BadParameter(f"{raw!r} is neither unix seconds nor an ISO time like 2023-11-16T18:15:00Z",
+                                 param_hint=flag) from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
@@ -32,18 +40,20 @@ def parse_time(raw: str) -> float:
               help="ModelScalingPolicy YAML (the first policy in the file is used)")
 @click.option("--start", required=True, help="unix seconds or ISO time")
 @click.option("--end", required=True, help="unix seconds or ISO time")
-@click.option("--step", "step_seconds", type=click.FloatRange(min=1), default=60.0, show_default=True,
+@click.option("--step", "step_seconds", type=seconds(1.0, DAY, lo_open=False), default=60.0, show_default=True,
               help="seconds between decisions (the virtual clock)")
 @click.option("--window", default="1m", show_default=True, help="rate()/histogram window in the PromQL")
 @click.option("--namespace-label", default="namespace", show_default=True,
               help="label holding the pod namespace ('' if the series have none)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="write backtest.json and backtest.png here")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@click.option("--timeout", type=seconds(0.1, HOUR, lo_open=False), default=30.0, show_default=True,
+              help="seconds one Prometheus query may take")
 def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_seconds: float, window: str,
              namespace_label: str, as_json: bool, out_dir: str | None, timeout: float) -> None:
     """Replay the decision core over a model's history and compare with the replicas that ran."""
     from autoscaler.backtest import fetch_history, replay
+    from autoscaler.backtest.history import MAX_STEPS
     from autoscaler.backtest.prom_range import PrometheusRange
     from autoscaler.backtest.report import table, write_outputs
     from autoscaler.policy_loader import PolicyError, load_policy_file
@@ -59,9 +69,12 @@ def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_s
     if not policies:
         raise click.ClickException(f"{policy_file} holds no ModelScalingPolicy")
     policy = policies[0]
-    t0, t1 = parse_time(start), parse_time(end)
+    t0, t1 = parse_time(start, "--start"), parse_time(end, "--end")
     if t1 <= t0:
         raise click.BadParameter("must be after --start", param_hint="--end")
+    if (t1 - t0) / step_seconds >= MAX_STEPS:
+        raise click.BadParameter(f"{(t1 - t0) / step_seconds:.3g} steps from --start to --end; at most {MAX_STEPS:,}: "
+                                 "a longer --step or a shorter range", param_hint="--end")
     try:
         builder = PromQLBuilder(namespace_label=namespace_label or None, window=window)
     except ValueError as e:

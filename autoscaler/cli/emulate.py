@@ -9,12 +9,16 @@ from typing import Any
 
 import click
 
-from autoscaler.emulator.fleet_driver import ReplicasSource, fixed_replicas
+from autoscaler.cli.params import PORT, Number, count
+from autoscaler.emulator.fleet_driver import MAX_SPEED, ReplicasSource, fixed_replicas
 from autoscaler.emulator.fleet_driver import replicas_file as replicas_from_file
+from autoscaler.policy import MAX_REPLICAS
+from simulations.trace import MAX_CLONE
 
 
 def _scenario(name: str) -> tuple[Any, Any, Any]:
     """(trace, serving profile, cold-start profile) of a simulator scenario, request-level."""
+    from autoscaler.policy import revised
     from simulations.errors import SimulationInputError
     from simulations.scenario import build_workload, load_scenario
     from simulations.trace import Trace
@@ -22,7 +26,7 @@ def _scenario(name: str) -> tuple[Any, Any, Any]:
     try:
         sc = load_scenario(name)
         if sc.fidelity != "request":
-            sc = sc.model_copy(update={"fidelity": "request"})
+            sc = revised(sc, fidelity="request")
         wl = build_workload(sc)
     except SimulationInputError as e:
         raise click.ClickException(str(e)) from None
@@ -36,20 +40,20 @@ def _scenario(name: str) -> tuple[Any, Any, Any]:
 @click.option("--trace", "trace_path", type=click.Path(exists=True, dir_okay=False),
               help="request trace (Azure LLM CSV or Mooncake-style JSONL)")
 @click.option("--scenario", help="a named simulator scenario instead of --trace")
-@click.option("--replicas", type=click.IntRange(min=0), help="a fixed replica count")
+@click.option("--replicas", type=count(0, MAX_REPLICAS), help="a fixed replica count")
 @click.option("--replicas-file", type=click.Path(dir_okay=False),
               help="a file holding the replica count; re-read every second")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+@click.option("--port", type=count(0, PORT), default=8000, show_default=True,
               help="one port for all replicas (0 = any free port)")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--speed", type=Number(0, MAX_SPEED, lo_open=True), default=1.0, show_default=True,
               help="simulated seconds per wall second")
 @click.option("--engine", type=click.Choice(["vllm", "sglang", "tgi"]), default="vllm", show_default=True)
 @click.option("--model", default="emulated-model", show_default=True, help="the model_name label")
 @click.option("--namespace", default="default", show_default=True, help="namespace label in /targets")
 @click.option("--targets-file", type=click.Path(dir_okay=False),
               help="also write the targets as Prometheus file_sd JSON here")
-@click.option("--scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--scale", type=Number(0, MAX_CLONE, lo_open=True), default=1.0, show_default=True,
               help="clone each request this many times (keeps the burst shape)")
 def emulate(trace_path: str | None, scenario: str | None, replicas: int | None, replicas_file: str | None,
             port: int, host: str, speed: float, engine: str, model: str, namespace: str,

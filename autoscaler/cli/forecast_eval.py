@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autoscaler.cli.params import DAY, Number, seconds
 from autoscaler.strictjson import dumps_strict
 from forecasting.evaluate import DEFAULT_METHODS, MethodScore, rolling_origin
 from forecasting.series import SeriesError, load_series
@@ -29,13 +30,14 @@ DEFAULT_HISTORY_SECONDS = 7 * 86400.0
     help="CSV (or .csv.gz/.bz2/.xz/.zip): a time column in seconds, then one or more value columns.",
 )
 @click.option("--column", default=None, help="Value column to evaluate (default: the first value column).")
-@click.option("--horizon", type=float, required=True, help="Forecast horizon in seconds (> 0).")
+@click.option("--horizon", type=seconds(0.0, 30 * DAY), required=True, help="Forecast horizon in seconds.")
 @click.option(
-    "--quantile", type=float, default=0.9, show_default=True, help="Quantile scored by pinball loss."
+    "--quantile", type=Number(0, 1, lo_open=True, hi_open=True), default=0.9, show_default=True,
+    help="Quantile scored by pinball loss."
 )
 @click.option(
     "--history",
-    type=float,
+    type=seconds(0.0, 366 * DAY),
     default=DEFAULT_HISTORY_SECONDS,
     show_default=True,
     help="Initial training window in seconds; forecasts are scored after it.",
@@ -45,14 +47,6 @@ def forecast_eval(
     series_path: str, column: str | None, horizon: float, quantile: float, history: float, as_json: bool
 ) -> None:
     """Rolling-origin backtest of the forecasting methods on a demand series."""
-    if not horizon > 0:
-        raise click.BadParameter(
-            f"{horizon:g} is not > 0; pass the horizon in seconds, e.g. 3600", param_hint="--horizon"
-        )
-    if not 0 < quantile < 1:
-        raise click.BadParameter(
-            f"{quantile:g} is not strictly between 0 and 1, e.g. 0.9", param_hint="--quantile"
-        )
     try:
         series = load_series(series_path, column)
     except SeriesError as exc:

@@ -9,6 +9,15 @@ from typing import Any
 
 import click
 
+from autoscaler.cli.params import DAY, HOUR, Number, count, seconds
+from autoscaler.emulator.fleet_driver import MAX_SPEED
+
+# Bounds of the ramp's flags, far outside anything one replica is profiled at.
+MAX_TOKENS = 1e7  # prompt or output tokens of one request: the longest context windows offered hold 10M
+MAX_SIGMA = 3.0  # lognormal sigma of the lengths (3: the 99th percentile 1,000× the median)
+MAX_RATE = 1e5  # requests/s offered to one replica
+MAX_GROWTH = 100.0  # rate multiplier between stages
+
 
 def _slo(policy_file: str | None, ttft: float | None, queue_time: float | None,
          quantile: float | None) -> tuple[Any, str | None]:
@@ -59,40 +68,40 @@ def _fmt(x: float | None, unit: str = "") -> str:
 @click.option("--api", type=click.Choice(["completions", "chat"]), default="completions", show_default=True)
 @click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False),
               help="take the SLO (and model name) from this ModelScalingPolicy")
-@click.option("--ttft", type=click.FloatRange(min=0, min_open=True), help="TTFT SLO seconds (overrides)")
-@click.option("--queue-time", type=click.FloatRange(min=0, min_open=True), help="queue-time SLO seconds")
-@click.option("--quantile", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--ttft", type=seconds(0.0, HOUR), help="TTFT SLO seconds (overrides)")
+@click.option("--queue-time", type=seconds(0.0, HOUR), help="queue-time SLO seconds")
+@click.option("--quantile", type=Number(0, 1, lo_open=True, hi_open=True),
               help="share of requests that must meet the SLO (default: the policy's, 0.99)")
 @click.option("--trace", type=click.Path(exists=True, dir_okay=False),
               help="draw prompt/output lengths from this trace (Azure CSV or JSONL)")
-@click.option("--prompt-tokens", type=click.FloatRange(min=1), default=1000.0, show_default=True)
-@click.option("--output-tokens", type=click.FloatRange(min=1), default=200.0, show_default=True)
-@click.option("--prompt-sigma", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--prompt-tokens", type=Number(1, MAX_TOKENS), default=1000.0, show_default=True)
+@click.option("--output-tokens", type=Number(1, MAX_TOKENS), default=200.0, show_default=True)
+@click.option("--prompt-sigma", type=Number(0, MAX_SIGMA), default=0.0, show_default=True,
               help="lognormal sigma of prompt lengths (0 = fixed)")
-@click.option("--output-sigma", type=click.FloatRange(min=0), default=0.0, show_default=True)
-@click.option("--start-rate", type=click.FloatRange(min=0, min_open=True), default=0.5, show_default=True,
+@click.option("--output-sigma", type=Number(0, MAX_SIGMA), default=0.0, show_default=True)
+@click.option("--start-rate", type=Number(0, MAX_RATE, lo_open=True), default=0.5, show_default=True,
               help="requests/s of the first (light) stage")
-@click.option("--growth", type=click.FloatRange(min=1, min_open=True), default=1.5, show_default=True,
+@click.option("--growth", type=Number(1, MAX_GROWTH, lo_open=True), default=1.5, show_default=True,
               help="rate multiplier between stages until the SLO breaks")
-@click.option("--max-rate", type=click.FloatRange(min=0, min_open=True), default=200.0, show_default=True)
-@click.option("--refine-steps", type=click.IntRange(min=0), default=3, show_default=True,
+@click.option("--max-rate", type=Number(0, MAX_RATE, lo_open=True), default=200.0, show_default=True)
+@click.option("--refine-steps", type=count(0, 50), default=3, show_default=True,
               help="bisection stages between the last good and first bad rate")
-@click.option("--warmup", type=click.FloatRange(min=0), default=30.0, show_default=True,
+@click.option("--warmup", type=seconds(0.0, HOUR, lo_open=False), default=30.0, show_default=True,
               help="seconds of each stage not judged (reaching steady state)")
-@click.option("--stage-seconds", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+@click.option("--stage-seconds", type=seconds(0.0, DAY), default=120.0, show_default=True,
               help="judged seconds of each stage")
-@click.option("--max-in-flight", type=click.IntRange(min=1), default=512, show_default=True,
+@click.option("--max-in-flight", type=count(1, 100_000), default=512, show_default=True,
               help="client concurrency bound; arrivals beyond it count as misses")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+@click.option("--timeout", type=seconds(0.0, DAY), default=120.0, show_default=True,
               help="seconds one request may take in all")
-@click.option("--max-response-bytes", type=click.IntRange(min=1024), default=8 << 20, show_default=True)
-@click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--max-response-bytes", type=count(1024, 1 << 30), default=8 << 20, show_default=True)
+@click.option("--time-scale", type=Number(1 / MAX_SPEED, MAX_SPEED), default=1.0, show_default=True,
               help="server seconds per wall second: 1 for a real server, the emulator's --speed for it")
 @click.option("--vllm-hints/--no-vllm-hints", default=True, show_default=True,
               help="send ignore_eos and min_tokens so every answer is max_tokens long")
 @click.option("--api-key", envvar="OPENAI_API_KEY", default=None,
               help="sent as 'Authorization: Bearer KEY' (vllm serve --api-key); default: $OPENAI_API_KEY")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=count(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="write the capacity YAML here")
 def profile(url: str, model: str | None, api: str, policy_file: str | None, ttft: float | None,
             queue_time: float | None, quantile: float | None, trace: str | None, prompt_tokens: float,

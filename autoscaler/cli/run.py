@@ -10,6 +10,8 @@ from types import FrameType
 
 import click
 
+from autoscaler.cli.params import DAY, HOUR, PORT, count, seconds
+
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -81,8 +83,9 @@ def _own_namespace() -> str:
     help="rate()/histogram window of both metric sources (PromQL and the direct pod scrape); at least 4 scrape "
          "intervals (e.g. 1m for a 15 s scrape)",
 )
-@click.option("--metrics-port", type=int, default=8080, show_default=True, help="/metrics port (0: off)")
-@click.option("--health-port", type=int, default=8081, show_default=True, help="/healthz and /readyz port (0: off)")
+@click.option("--metrics-port", type=count(0, PORT), default=8080, show_default=True, help="/metrics port (0: off)")
+@click.option("--health-port", type=count(0, PORT), default=8081, show_default=True,
+              help="/healthz and /readyz port (0: off)")
 @click.option(
     "--bind-address",
     default="0.0.0.0",
@@ -98,19 +101,19 @@ def _own_namespace() -> str:
 )
 @click.option("--lease-namespace", default=None, help="namespace of the Lease; default: the controller's own")
 @click.option("--lease-name", default="inference-autoscaler", show_default=True)
-@click.option("--lease-duration", type=float, default=15.0, show_default=True, help="seconds")
-@click.option("--renew-deadline", type=float, default=10.0, show_default=True, help="seconds")
-@click.option("--retry-period", type=float, default=2.0, show_default=True, help="seconds")
+@click.option("--lease-duration", type=seconds(0.0, HOUR), default=15.0, show_default=True, help="seconds")
+@click.option("--renew-deadline", type=seconds(0.0, HOUR), default=10.0, show_default=True, help="seconds")
+@click.option("--retry-period", type=seconds(0.0, HOUR), default=2.0, show_default=True, help="seconds")
 @click.option("--dry-run", is_flag=True, help="decide and record in status/events; never write to targets")
 @click.option("--once", is_flag=True, help="sync, run one tick, exit")
 @click.option(
     "--max-backoff",
-    type=float,
+    type=seconds(0.0, DAY),
     default=300.0,
     show_default=True,
     help="cap (seconds) of the per-policy backoff after API errors",
 )
-@click.option("--workers", type=int, default=16, show_default=True, help="policies reconciled in parallel")
+@click.option("--workers", type=count(1, 1024), default=16, show_default=True, help="policies reconciled in parallel")
 @click.option(
     "--log-level", default="info", show_default=True, type=click.Choice(["debug", "info", "warning", "error"])
 )
@@ -159,7 +162,7 @@ def run(
             health_port=health_port or None,
             bind_address=bind_address,
             max_backoff_seconds=max_backoff,
-            workers=max(1, workers),
+            workers=workers,
         )
         api = _api_client(kubeconfig, context, workers)
     except Exception as e:

@@ -16,13 +16,23 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from autoscaler.cli.params import Number
 from autoscaler.policy_loader import PolicyError, load_policy_file
 from simulations.autoscalers.registry import parse_baselines
 from simulations.decision_log import breakdown
 from simulations.errors import SimulationInputError
-from simulations.scenario import Scenario, TraceSpec, build_workload, bundled_path, load_scenario, scenario_names
+from simulations.scenario import (
+    Scenario,
+    build_workload,
+    bundled_path,
+    load_scenario,
+    parse_scenario,
+    revised_scenario,
+    scenario_names,
+)
 from simulations.session import simulate as run_all
 from simulations.session import write_reports
+from simulations.trace import MAX_CLONE
 from simulations.trace_loaders import logical_suffix
 from simulations.verdict import render
 
@@ -34,11 +44,10 @@ def demo_scenario() -> Scenario:
     """The built-in demo: the first day of the bundled `diurnal` scenario, where scaling decisions matter
     (a 3× daily swing, cold starts of ~3 min: a static fleet pays for the peak all day, a late one misses)."""
     sc = load_scenario(DEMO_SCENARIO)
-    return sc.model_copy(update={
-        "name": "demo",
-        "description": f"Built-in demo: the first day of the bundled {DEMO_SCENARIO!r} scenario. {sc.description}",
-        "trace": sc.trace.model_copy(update={"duration_seconds": DEMO_SECONDS}),
-    })
+    return revised_scenario(
+        sc, "the built-in demo", name="demo",
+        description=f"Built-in demo: the first day of the bundled {DEMO_SCENARIO!r} scenario. {sc.description}",
+        trace={"duration_seconds": DEMO_SECONDS})
 
 
 @click.command("simulate")
@@ -46,7 +55,8 @@ def demo_scenario() -> Scenario:
 @click.option("--trace", "trace_path", type=click.Path(),
               help="a trace file (may be .gz/.xz) or ServeGen folder instead")
 @click.option("--format", "fmt", type=click.Choice(["azure", "jsonl", "servegen"]), help="format of --trace")
-@click.option("--scale", type=float, help="clone factor k (request traces) or rate factor (servegen)")
+@click.option("--scale", type=Number(0, MAX_CLONE, lo_open=True),
+              help="clone factor k (request traces) or rate factor (servegen)")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), help="policy YAML (default: the shipped one)")
 @click.option("--cold-start", type=click.Choice(["warm", "typical", "cold"]), help="cold-start profile")
 @click.option("--baselines", default="hpa,keda,kpa,oracle", show_default=True,
@@ -60,8 +70,6 @@ def simulate(scenario_name: str | None, trace_path: str | None, fmt: str | None,
     """Replay a scenario or trace: ours (the default policy) vs baselines; tables, JSON, plots, HTML."""
     if scenario_name and trace_path:
         raise click.UsageError("give --scenario or --trace, not both")
-    if scale is not None and not scale > 0:
-        raise click.BadParameter("must be > 0 (e.g. --scale 8)", param_hint="--scale")
     try:
         scenario = _scenario(scenario_name, trace_path, fmt, scale)
         if cold_start:
@@ -122,14 +130,14 @@ def _scenario(name: str | None, trace_path: str | None, fmt: str | None, scale: 
         sc = load_scenario(name)
         if scale is not None:
             key = "clone" if sc.trace.format in ("azure", "jsonl") else "rate_factor"
-            sc = sc.model_copy(update={"trace": sc.trace.model_copy(update={key: scale})})
+            sc = revised_scenario(sc, "--scale", trace={key: scale})
         return sc
     if trace_path:
         p = Path(trace_path)
         kind = fmt or ("servegen" if p.is_dir() else "jsonl" if logical_suffix(p) in (".jsonl", ".json") else "azure")
         if kind == "servegen":
-            spec = TraceSpec(format="servegen", path=str(p.resolve()), rate_factor=scale or 1.0)
-            return Scenario(name=p.name or "trace", trace=spec, fidelity="fluid")
-        spec = TraceSpec(format=kind, path=str(p.resolve()), clone=scale)
-        return Scenario(name=p.stem or "trace", trace=spec, fidelity="request")
+            trace = {"format": "servegen", "path": str(p.resolve()), "rate_factor": scale or 1.0}
+            return parse_scenario({"name": p.name or "trace", "trace": trace, "fidelity": "fluid"}, "--trace")
+        trace = {"format": kind, "path": str(p.resolve()), "clone": scale}
+        return parse_scenario({"name": p.stem or "trace", "trace": trace, "fidelity": "request"}, "--trace")
     return demo_scenario()

@@ -66,13 +66,16 @@ class Snapshot:
     truth: Any  # simulations.sample.FleetSample: fleet totals at sim_time
 
 
+MAX_SPEED = 1000.0  # simulated seconds per wall second: an hour of trace in 3.6 s
+
+
 class FleetDriver:
     def __init__(self, fleet: Fleet, replicas: ReplicasSource, *, speed: float = 1.0,
                  tick_seconds: float = 0.1, replicas_poll_seconds: float = 1.0,
                  clock: Callable[[], float] = time.time, history_steps: int = 6000,
                  recent_steps: int = 50) -> None:
-        if speed <= 0:
-            raise ValueError("speed must be > 0")
+        if not 0 < speed <= MAX_SPEED:
+            raise ValueError(f"speed must be within (0, {MAX_SPEED:g}]")
         self.fleet = fleet
         self.replicas = replicas
         self.speed = speed

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from autoscaler.core import CoreState, decide, forecast_config
 from autoscaler.core.decide import Decision
-from autoscaler.policy import PolicySpec
+from autoscaler.policy import PolicySpec, revised
 from simulations.autoscalers.base import Context
 
 
@@ -29,22 +29,21 @@ def with_target_utilization(policy: PolicySpec, utilization: float) -> PolicySpe
     """The policy with `capacity.targetUtilization` set (validated like the policy file's field)."""
     if not 0 < utilization <= 1:
         raise ValueError(f"targetUtilization must be within (0, 1], not {utilization:g}")
-    capacity = policy.capacity.model_copy(update={"target_utilization": utilization})
-    return policy.model_copy(update={"capacity": capacity})
+    return revised(policy, capacity=revised(policy.capacity, target_utilization=utilization))
 
 
 def with_min_replicas(policy: PolicySpec, minimum: int) -> PolicySpec:
     """The policy with `replicas.min` set (validated like the policy file's field: 0..replicas.max)."""
     if not 0 <= minimum <= policy.replicas.max:
         raise ValueError(f"replicas.min must be within 0..{policy.replicas.max} (replicas.max), not {minimum}")
-    return policy.model_copy(update={"replicas": policy.replicas.model_copy(update={"min": minimum})})
+    return revised(policy, replicas=revised(policy.replicas, min=minimum))
 
 
 def with_warm_pool(policy: PolicySpec, slots: int, weights_cache_path: str | None = None) -> PolicySpec:
     """The policy with warm capacity on and its pool held at `slots` (minSlots = maxSlots), or off for 0."""
-    warm = policy.warm_capacity.model_copy(update={
-        "enabled": slots > 0, "min_slots": slots, "max_slots": slots, "weights_cache_path": weights_cache_path})
-    return policy.model_copy(update={"warm_capacity": warm})
+    warm = revised(policy.warm_capacity, enabled=slots > 0, min_slots=slots, max_slots=slots,
+                   weights_cache_path=weights_cache_path)
+    return revised(policy, warm_capacity=warm)
 
 
 class Ours:

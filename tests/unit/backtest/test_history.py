@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -69,3 +71,32 @@ def test_buckets_that_are_not_one_series_per_le_give_no_histogram() -> None:
 def test_an_empty_range_is_refused() -> None:
     with pytest.raises(ValueError, match="--end"):
         fetch_history(FakeRange({}), msp("m"), START, START, STEP)
+
+
+@pytest.mark.parametrize(("start", "end", "step", "match"), [
+    (START, float("inf"), STEP, "--end"),
+    (float("nan"), START + 3600, STEP, "--end"),
+    (START, START + 1e12, 1.0, "at most 1,000,000"),  # once a 10¹²-row frame (numpy: 'Maximum allowed size')
+])
+def test_a_range_no_replay_can_hold_is_refused_before_any_query(start: float, end: float, step: float,
+                                                                 match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        fetch_history(FakeRange({}), msp("m"), start, end, step)
+
+
+@pytest.mark.parametrize(("start", "end", "message"), [
+    ("nan", "3600", "Invalid value for --start: 'nan' is not a unix time"),
+    ("-1e308", "3600", "Invalid value for --start"),
+    ("0", "1e308", "Invalid value for --end"),
+    ("0", "1e11", "steps from --start to --end; at most 1,000,000"),
+    ("2024-13-01", "3600", "Invalid value for --start: '2024-13-01' is neither"),
+])
+def test_the_cli_names_a_time_flag_no_backtest_can_replay(start: str, end: str, message: str) -> None:
+    from click.testing import CliRunner
+
+    from autoscaler.cli import main
+
+    policy = sorted(Path("policies").glob("*.yaml"))[0]
+    result = CliRunner().invoke(main, ["backtest", "--prometheus", "http://127.0.0.1:9", "--policy", str(policy),
+                                       "--start", start, "--end", end])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output

@@ -3,6 +3,8 @@ an eviction drains them and the ReplicaSet recreates them elsewhere; the surge k
 
 from __future__ import annotations
 
+import pytest
+
 from simulations.drain_drill import DrainFleet, _need_of_ours, drill, main
 from simulations.profiles import ClusterSpec, ColdStartProfile, ServingProfile
 from simulations.scenario import Scenario, TraceSpec, bundled_path
@@ -67,3 +69,15 @@ def test_the_surge_keeps_the_slo_through_the_drain_and_blindness_does_not():
 def test_the_cli_refuses_a_fluid_scenario_in_one_line(capsys):
     assert main(["--scenario", "diurnal", "--duration", "600", "--cordon-at", "100"]) == 2
     assert "needs a request-level one" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--gpus-per-node", "100000"], "--gpus-per-node: cluster.gpus_per_node"),
+    (["--gpus-per-node", "0"], "--gpus-per-node: cluster.gpus_per_node"),
+    (["--duration", "inf"], "--duration"),
+    (["--scenario", "nosuch"], "no such scenario"),
+])
+def test_the_cli_names_a_bad_flag_in_one_line(capsys, args, message):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

@@ -69,6 +69,11 @@ def test_demo_runs_end_to_end_and_writes_pngs_html_json(tmp_path: Path) -> None:
     (["--baselines", "hpa,magic"], "unknown baseline"),
     (["--baselines", "keda:abc"], "not a number"),
     (["--scale", "0"], "--scale"),
+    # outside the scenario's bounds: once a 141-TiB numpy allocation, an OverflowError or 'cannot convert float
+    # infinity to integer'
+    (["--scenario", "azure-conv", "--scale", "1e9"], "'--scale': 1000000000.0 is not in the range 0<x<=1000"),
+    (["--scenario", "azure-conv", "--scale", "inf"], "'--scale'"),
+    (["--trace", "/nonexistent.csv", "--scale", "1e308"], "'--scale'"),
     (["--trace", "/nonexistent.csv"], "not found"),
 ])
 def test_simulate_bad_input_is_a_usage_error(args: list[str], message: str, tmp_path: Path) -> None:
@@ -91,6 +96,16 @@ def test_simulate_bad_trace_row_names_the_line(tmp_path: Path) -> None:
     p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9,10,oops\n")
     result = CliRunner().invoke(main, ["simulate", "--trace", str(p), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and f"{p}:2" in result.output and "GeneratedTokens" in result.output
+
+
+@pytest.mark.parametrize(("factor", "field"), [("1e6", "capacity.prompt_tokens_per_second"),
+                                               ("inf", "capacity.prompt_tokens_per_second")])
+def test_bench_refuses_a_priors_factor_that_takes_a_prior_out_of_its_bounds(factor: str, field: str) -> None:
+    # It used to run every job with priors the policy's own bounds refuse.
+    result = CliRunner().invoke(main, ["bench", "--quick", "--scenarios", "azure-conv", "--workers", "1",
+                                       "--priors-scales", factor])
+    assert result.exit_code == 2 and f"priors × {factor.replace('1e6', '1e+06')}: {field}" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_bench_markdown_section_keeps_the_rest_of_the_file(tmp_path: Path) -> None:

@@ -57,3 +57,26 @@ def test_a_number_flags_default_is_within_its_bounds(command: str, option: click
     default = option.get_default(click.Context(click.Command(command)))
     if isinstance(default, int | float):  # (a flag without a default has click's sentinel)
         assert option.type.convert(default, option, None) == default
+
+
+CHART_FLAGS = {  # values.schema.json path -> the `run` flag the chart passes it to (templates/deployment.yaml)
+    ("leaderElection", "leaseDurationSeconds"): "--lease-duration",
+    ("leaderElection", "renewDeadlineSeconds"): "--renew-deadline",
+    ("leaderElection", "retryPeriodSeconds"): "--retry-period",
+    ("metrics", "port"): "--metrics-port",
+    ("health", "port"): "--health-port",
+}
+
+
+@pytest.mark.parametrize(("path", "flag"), CHART_FLAGS.items(), ids=lambda x: x if isinstance(x, str) else ".".join(x))
+def test_the_chart_accepts_no_value_its_flag_refuses(path: tuple[str, str], flag: str) -> None:
+    # A value the chart's schema lets through and the flag refuses would install and then crash-loop.
+    import json
+    from pathlib import Path
+
+    schema = json.loads(Path("charts/inference-autoscaler/values.schema.json").read_text())
+    field = schema["properties"][path[0]]["properties"][path[1]]
+    (option,) = [o for c, o in NUMBERS if c == "run" and o.opts[0] == flag]
+    lo = field.get("minimum", field.get("exclusiveMinimum"))
+    assert lo is not None and "maximum" in field, f"{'.'.join(path)}: bound it in values.schema.json"
+    assert option.type.min <= lo and field["maximum"] <= option.type.max

@@ -20,31 +20,27 @@ not dispatched again until it has.
 from __future__ import annotations
 
 import logging
-import math
 import time
-import zlib
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubernetes import client
 
 from autoscaler.controller.backoff import backoff_seconds
 from autoscaler.controller.conditions import (
-    READY,
     SCALING_ACTIVE,
     SLO_INFEASIBLE,
     TARGET_FOUND,
     get_condition,
-    merge_patch,
-    set_condition,
 )
 from autoscaler.controller.deletion_cost import DeletionCoster
 from autoscaler.controller.drain import DrainWatch
 from autoscaler.controller.events import EventRecorder
 from autoscaler.controller.podindex import LabelPodIndex
+from autoscaler.controller.runtime import Obj, PolicyRuntime, policy_key
 from autoscaler.controller.status import (
     decision_conditions,
     decision_status,
@@ -53,6 +49,7 @@ from autoscaler.controller.status import (
     state_fingerprint,
     status_fingerprint,
 )
+from autoscaler.controller.status_writer import VERSION, StatusWriter
 from autoscaler.controller.telemetry import ControllerMetrics
 from autoscaler.controller.warmpool import WarmPool, WarmStatus
 from autoscaler.core import CoreState, Decision, DecisionResult, Signals, decide, forecast_config
@@ -61,11 +58,11 @@ from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_u
 from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times, node_ready_times
 from autoscaler.observe.pods import is_ready
 from autoscaler.observe.warm import WarmNodes, running_placeholders, warm_label_value
-from autoscaler.policy import API_GROUP, PLURAL, ModelScalingPolicy
+from autoscaler.policy import API_GROUP, ModelScalingPolicy
 from autoscaler.policy_loader import PolicyError, parse_policy
 from autoscaler.sources.base import MetricsSource
 from autoscaler.targets import ScaleReading, ScaleTarget, TargetBlocked, TargetNotFound
-from autoscaler.targets.api import API_ERRORS, ApiException, call_json
+from autoscaler.targets.api import API_ERRORS, ApiException, describe_error, error_code
 from autoscaler.targets.owners import (
     Claim,
     OtherAutoscaler,
@@ -77,47 +74,14 @@ from autoscaler.targets.owners import (
 )
 from autoscaler.targets.reads import DirectReads, Reads
 from autoscaler.targets.resolve import PluralResolver, TargetApis, resolve_target
-from forecasting import ForecastConfig
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
-VERSION = "v1alpha1"
 MAX_CONFLICT_RETRIES = 3
 WARM_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
 
 
-def _code(err: BaseException) -> str:
-    return str(err.status) if isinstance(err, ApiException) else type(err).__name__
-
-
-def _describe_error(err: BaseException) -> str:
-    if isinstance(err, ApiException):
-        return f"HTTP {err.status} {err.reason or ''}".strip()
-    return f"{type(err).__name__}: {err}"
-
-
 class Superseded(Exception):
     """The target's replica count changed between our read and our write (a 409, then a fresh read)."""
-
-
-@dataclass
-class PolicyRuntime:
-    """What the controller keeps per policy between ticks."""
-
-    state: CoreState | None = None
-    next_due: float = 0.0
-    failures: int = 0
-    parsed_for: tuple[Any, Any] | None = None  # (uid, generation) that `policy`/`invalid` belong to
-    policy: ModelScalingPolicy | None = None
-    invalid: str | None = None
-    forecast_cfg: ForecastConfig | None = None
-    status: Obj | None = None  # the status as we last wrote it
-    pod_addresses: list[str] = field(default_factory=list)
-    restored: bool = False  # `state` came from status.coreState and no decide has succeeded on it yet
-    inflight: Future[Any] | None = None  # a read or act still running past its phase budget
-    target: ScaleTarget | None = None  # resolved for `parsed_for`
-    fingerprint: tuple[Any, ...] | None = None  # of the status (and core state) as last written
-    persist_due: float | None = None  # when the core state in status must be rewritten (its age bound)
 
 
 @dataclass
@@ -202,9 +166,7 @@ class Reconciler:
     ):
         self.apis = TargetApis(client.AppsV1Api(api_client), client.CustomObjectsApi(api_client), api_client)
         self.reads: Reads = reads if reads is not None else DirectReads(self.apis.apps, self.apis.custom)
-        # The core state in status is at most this old (while the policy is reconciled); changes that would
-        # alter a decision after a restart are written in the tick they happen (see status.state_fingerprint).
-        self.state_max_age_seconds = state_max_age_seconds
+        self.status_writer = StatusWriter(self.apis.custom, metrics, state_max_age_seconds)
         self.plurals = PluralResolver(api_client)
         self.source = source
         self.list_policies, self.list_pods = list_policies, list_pods
@@ -237,7 +199,7 @@ class Reconciler:
         if not self.is_leader():
             report.skipped_not_leader = True
             return report
-        raws = {self._key(r): r for r in self.list_policies()}
+        raws = {policy_key(r): r for r in self.list_policies()}
         for gone in [k for k in self.runtimes if k not in raws]:
             del self.runtimes[gone]
             self.drain.forget(gone)
@@ -411,11 +373,6 @@ class Reconciler:
 
     # -- steps -------------------------------------------------------------------------------------
     @staticmethod
-    def _key(raw: Obj) -> str:
-        meta = raw.get("metadata") or {}
-        return f"{meta.get('namespace')}/{meta.get('name')}"
-
-    @staticmethod
     def _version(raw: Obj) -> tuple[Any, Any]:
         """Identifies one spec: a new object (uid) or an edited spec (generation) is parsed again."""
         meta = raw.get("metadata") or {}
@@ -428,7 +385,7 @@ class Reconciler:
             doc.setdefault("apiVersion", f"{API_GROUP}/{VERSION}")
             doc.setdefault("kind", "ModelScalingPolicy")
             try:
-                rt.policy, rt.invalid = parse_policy(doc, source=self._key(raw)), None
+                rt.policy, rt.invalid = parse_policy(doc, source=policy_key(raw)), None
                 rt.target = None
                 rt.forecast_cfg = forecast_config(rt.policy.spec)
             except PolicyError as e:
@@ -457,13 +414,13 @@ class Reconciler:
                 rt.fingerprint = status_fingerprint(status) + state_fingerprint(rt.state)
                 last = saved.get("lastTick")
                 if isinstance(last, (int, float)):
-                    rt.persist_due = self._next_persist(self._key(raw), float(last))
+                    rt.persist_due = self.status_writer.next_persist(policy_key(raw), float(last))
             except Exception as e:
                 self._discard_state(raw, rt, e)
         try:
-            self.observer.restore_watermark(self._key(raw), status.get("coldStartWatermark"))
+            self.observer.restore_watermark(policy_key(raw), status.get("coldStartWatermark"))
         except Exception as e:
-            log.warning("ignoring the stored coldStartWatermark of %s: %s", self._key(raw), e)
+            log.warning("ignoring the stored coldStartWatermark of %s: %s", policy_key(raw), e)
 
     def _discard_state(self, raw: Obj, rt: PolicyRuntime, err: BaseException) -> None:
         """A stored state that cannot be read or used is dropped (the policy starts fresh), with a warning."""
@@ -473,14 +430,14 @@ class Reconciler:
             f"the stored status.coreState is unusable ({type(err).__name__}: {str(err)[:200]}); it was discarded "
             "and the policy starts from its priors"
         )
-        log.warning(msg, extra={"policy": self._key(raw)})
+        log.warning(msg, extra={"policy": policy_key(raw)})
         self.metrics.state_discarded.inc()
         self.recorder.record(raw, "Warning", "StateDiscarded", msg)
 
     def _invalid(self, raw: Obj, rt: PolicyRuntime, now: float) -> None:
         msg = f"invalid spec: {rt.invalid}"
-        self._not_ready(raw, rt, now, "InvalidSpec", msg, (SCALING_ACTIVE, False, "InvalidSpec",
-                        "the spec does not validate; nothing is scaled until it is fixed"), observed=True)
+        self.status_writer.not_ready(raw, rt, now, "InvalidSpec", msg, (SCALING_ACTIVE, False, "InvalidSpec",
+                                     "the spec does not validate; nothing is scaled until it is fixed"), observed=True)
         self.recorder.record(raw, "Warning", "InvalidSpec", msg)
         rt.next_due = now + 60.0  # a spec change (new generation) is picked up at once anyway
 
@@ -565,7 +522,7 @@ class Reconciler:
                     e,
                     event=(
                         "ScaleFailed",
-                        f"could not scale {p.target.description} to {d.desired_replicas}: {_describe_error(e)}",
+                        f"could not scale {p.target.description} to {d.desired_replicas}: {describe_error(e)}",
                     ),
                 )
                 return False
@@ -621,8 +578,8 @@ class Reconciler:
             return self.warm.sync(p.policy, uid, kind, ref.name, p.reading.resource_version, p.pods,
                                   d.warm_slots, running, dry, now)
         except WARM_ERRORS as e:
-            self.metrics.api_errors.labels(operation="warm pool", code=_code(e)).inc()
-            msg = f"warm capacity: could not keep {d.warm_slots} placeholder(s): {_describe_error(e)[:300]}"
+            self.metrics.api_errors.labels(operation="warm pool", code=error_code(e)).inc()
+            msg = f"warm capacity: could not keep {d.warm_slots} placeholder(s): {describe_error(e)[:300]}"
             log.warning(msg, extra={"policy": p.policy.key})
             self.recorder.record(p.raw, "Warning", "WarmCapacityFailed", msg)
             return WarmStatus(d.warm_slots, running, msg)
@@ -675,60 +632,6 @@ class Reconciler:
         return False
 
     # -- status, events, metrics -------------------------------------------------------------------
-    def _base_status(self, raw: Obj, rt: PolicyRuntime) -> Obj:
-        base = rt.status if rt.status is not None else (raw.get("status") or {})
-        if not isinstance(base, dict):
-            base = {}
-        out = {k: (list(v) if isinstance(v, list) else v) for k, v in base.items()}
-        conds = out.get("conditions")
-        if conds is not None:  # whatever else was stored there, conditions are a list of mappings
-            out["conditions"] = [c for c in conds if isinstance(c, dict)] if isinstance(conds, list) else []
-        return out
-
-    def _patch_status(self, raw: Obj, rt: PolicyRuntime, status: Obj) -> bool:
-        """Merge-patch what differs from the status as last written; True when the status is as given."""
-        old = rt.status if rt.status is not None else (raw.get("status") or {})
-        patch = merge_patch(old, status)
-        if not patch:
-            rt.status = status
-            return True
-        rt.fingerprint = None  # whatever is written now, the next decision compares against it afresh
-        meta = raw.get("metadata") or {}
-        try:
-            call_json(
-                self.apis.custom.patch_namespaced_custom_object_status,
-                API_GROUP,
-                VERSION,
-                meta.get("namespace"),
-                PLURAL,
-                meta.get("name"),
-                {"status": patch},
-            )
-            rt.status = status
-            return True
-        except API_ERRORS as e:
-            self.metrics.api_errors.labels(operation="patch status", code=_code(e)).inc()
-            log.warning("could not update status of %s: %s", self._key(raw), _describe_error(e))
-            return False
-
-    def _persist(self, raw: Obj, rt: PolicyRuntime, status: Obj, now: float) -> None:
-        """Write the decision's status when something a user or a restart needs changed, or when the stored
-        core state has reached `state_max_age_seconds`; otherwise nothing (a quiet tick costs no API call)."""
-        fp = status_fingerprint(status) + state_fingerprint(rt.state)
-        stale = rt.persist_due is None or now >= rt.persist_due
-        if fp == rt.fingerprint and not stale:
-            return
-        if self._patch_status(raw, rt, status):
-            rt.fingerprint, rt.persist_due = fp, self._next_persist(self._key(raw), now)
-
-    def _next_persist(self, key: str, written: float) -> float:
-        """The first of the policy's slots after `written`. Slots are `state_max_age_seconds` apart, at a stable
-        per-policy phase: the stored state is never older than the bound, and policies written in the same
-        tick (created together, or after a burst) do not all reach the bound in the same later tick."""
-        bound = self.state_max_age_seconds
-        phase = bound * (zlib.crc32(key.encode()) % 1000) / 1000
-        return phase + (math.floor((written - phase) / bound) + 1) * bound
-
     def _problem(
         self,
         raw: Obj,
@@ -742,23 +645,11 @@ class Reconciler:
     ) -> None:
         """The target is missing, or exists but must not be written by us: say so, keep the state."""
         found_cond = (TARGET_FOUND, found, "TargetFound" if found else reason, "target found" if found else message)
-        self._not_ready(raw, rt, now, reason, message, found_cond, (SCALING_ACTIVE, False, reason, message),
-                        observed=True)
+        self.status_writer.not_ready(raw, rt, now, reason, message, found_cond,
+                                     (SCALING_ACTIVE, False, reason, message), observed=True)
         self.recorder.record(raw, "Warning", reason, message)
         rt.failures = 0
         rt.next_due = now + interval
-
-    def _not_ready(self, raw: Obj, rt: PolicyRuntime, now: float, reason: str, message: str,
-                   *others: tuple[str, bool, str, str], observed: bool = False) -> None:
-        """Write the status with Ready False for `reason` (and the `others` conditions as given: kind, status,
-        reason, message); `observed`: the spec's generation is observed too."""
-        gen = (raw.get("metadata") or {}).get("generation")
-        status = self._base_status(raw, rt)
-        conds = status.get("conditions") or []
-        for kind, value, why, text in (*others, (READY, False, reason, message)):
-            conds = set_condition(conds, kind, value, why, text, now, gen)
-        status.update(conditions=conds, **({"observedGeneration": gen} if observed else {}))
-        self._patch_status(raw, rt, status)
 
     def _api_failure(
         self,
@@ -773,11 +664,11 @@ class Reconciler:
         rt.failures += 1
         delay = backoff_seconds(rt.failures, interval, max(interval, self.max_backoff_seconds))
         rt.next_due = now + delay
-        self.metrics.api_errors.labels(operation=operation, code=_code(err)).inc()
-        msg = f"{operation} failed: {_describe_error(err)}; retrying in {delay:.0f}s (attempt {rt.failures})"
-        log.warning(msg, extra={"policy": self._key(raw)})
-        self._not_ready(raw, rt, now, "APIError", msg)
-        reason, message = event or ("APIError", f"{operation} failed: {_describe_error(err)}")
+        self.metrics.api_errors.labels(operation=operation, code=error_code(err)).inc()
+        msg = f"{operation} failed: {describe_error(err)}; retrying in {delay:.0f}s (attempt {rt.failures})"
+        log.warning(msg, extra={"policy": policy_key(raw)})
+        self.status_writer.not_ready(raw, rt, now, "APIError", msg)
+        reason, message = event or ("APIError", f"{operation} failed: {describe_error(err)}")
         self.recorder.record(raw, "Warning", reason, message)
 
     def _count_error(self, raw: Obj, stage: str, err: BaseException) -> None:
@@ -794,13 +685,13 @@ class Reconciler:
         rt.next_due = now + delay
         try:
             self._count_error(raw, stage, err)
-            what = _describe_error(err)[:500]
+            what = describe_error(err)[:500]
             msg = f"{stage} failed: {what}; retrying in {delay:.0f}s (attempt {rt.failures})"
-            log.error(msg, exc_info=err, extra={"policy": self._key(raw)})
-            self._not_ready(raw, rt, now, "ReconcileError", msg)
+            log.error(msg, exc_info=err, extra={"policy": policy_key(raw)})
+            self.status_writer.not_ready(raw, rt, now, "ReconcileError", msg)
             self.recorder.record(raw, "Warning", "ReconcileError", f"{stage} failed: {what}")
         except Exception:
-            log.exception("could not report the failure of %s", self._key(raw))
+            log.exception("could not report the failure of %s", policy_key(raw))
 
     def _record_decision(
         self,
@@ -816,7 +707,7 @@ class Reconciler:
         policy, rt, reading, raw = p.policy, p.rt, p.reading, p.raw
         gen = (raw.get("metadata") or {}).get("generation")
         assert rt.state is not None
-        status = self._base_status(raw, rt)
+        status = self.status_writer.base(raw, rt)
         conds = status.get("conditions") or []
         desc = p.target.description
         dry_why = ("--dry-run flag" if self.dry_run else "spec.dryRun") if dry else None
@@ -852,7 +743,7 @@ class Reconciler:
             status.pop("warmCapacity", None)
         if p.deletion_cost is not None:
             status["deletionCost"] = p.deletion_cost
-        self._persist(raw, rt, status, now)
+        self.status_writer.persist(raw, rt, status, now)
         if (slo_event := slo_infeasible_event(slo_before, get_condition(conds, SLO_INFEASIBLE))) is not None:
             self.recorder.record(raw, *slo_event)
 

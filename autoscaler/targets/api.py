@@ -138,6 +138,18 @@ def status_of(err: BaseException) -> int | None:
     return err.status if isinstance(err, ApiException) else None
 
 
+def error_code(err: BaseException) -> str:
+    """The HTTP status of an API error, else the exception's type: the `code` label of the error counters."""
+    return str(err.status) if isinstance(err, ApiException) else type(err).__name__
+
+
+def describe_error(err: BaseException) -> str:
+    """One line for a log, a condition or an event: `HTTP 409 Conflict`, or `Type: message`."""
+    if isinstance(err, ApiException):
+        return f"HTTP {err.status} {err.reason or ''}".strip()
+    return f"{type(err).__name__}: {err}"
+
+
 def is_not_found(err: BaseException) -> bool:
     return status_of(err) == 404
 

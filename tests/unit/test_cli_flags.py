@@ -79,4 +79,7 @@ def test_the_chart_accepts_no_value_its_flag_refuses(path: tuple[str, str], flag
     (option,) = [o for c, o in NUMBERS if c == "run" and o.opts[0] == flag]
     lo = field.get("minimum", field.get("exclusiveMinimum"))
     assert lo is not None and "maximum" in field, f"{'.'.join(path)}: bound it in values.schema.json"
-    assert option.type.min <= lo and field["maximum"] <= option.type.max
+    bounds = option.type
+    assert isinstance(bounds, click.FloatRange | click.IntRange)
+    assert bounds.min is not None and bounds.max is not None
+    assert bounds.min <= lo and field["maximum"] <= bounds.max

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+MAX_POINTS = 10_000_000  # steps one series spans, gaps included (80 MB of float64): 19 years at a 60-s step
+
 
 class SeriesError(ValueError):
     """The CSV cannot be used as a series; the message says where and how to fix it."""
@@ -73,9 +75,21 @@ def load_series(path: str | Path, column: str | None = None) -> Series:
     if len(t) < 2:
         raise SeriesError(f"{p}: needs at least two data rows, found {len(t)}")
     t_arr = t.to_numpy()
+    if not np.isfinite(t_arr[-1] - t_arr[0]):
+        raise SeriesError(f"{p}:{int(t.index[-1])}: column {header[0]!r} runs from {t_arr[0]:g} to {t_arr[-1]:g}, "
+                          "a span no number holds; the times must be seconds")
     step = float(np.median(np.diff(t_arr)))
-    index = np.round((t_arr - t_arr[0]) / step).astype(int)
-    off_grid = np.abs((t_arr - t_arr[0]) / step - index) > 0.01
+    steps = (t_arr - t_arr[0]) / step  # each row's offset in steps, as a float: the span is checked before a cast
+    if steps[-1] >= MAX_POINTS - 0.5:
+        after = int(np.argmax(np.diff(steps))) + 1  # the row after the widest gap
+        gap = steps[after] - steps[after - 1]
+        raise SeriesError(
+            f"{p}:{int(t.index[after])}: column {header[0]!r} is {t.iloc[after]:g}, {gap:,.0f} steps of {step:g} s "
+            f"after the row before it: the series would span {steps[-1] + 1:,.0f} steps, at most "
+            f"{MAX_POINTS:,}; drop the rows past the gap or split the file"
+        )
+    index = np.round(steps).astype(int)
+    off_grid = np.abs(steps - index) > 0.01
     if off_grid.any() or len(np.unique(index)) != len(index):
         line = int(t.index[int(np.argmax(off_grid))])
         raise SeriesError(

@@ -75,10 +75,15 @@ _M = TypeVar("_M", bound=BaseModel)
 
 
 def revised(model: _M, **changes: Any) -> _M:
-    """`model` with the fields in `changes` replaced, validated as a document is. Pydantic's
+    """`model` with the fields in `changes` replaced, validated as a document is; a mapping given for a field
+    that holds a model changes that model's fields it names (`capacity={"target_utilization": 0.7}`). Pydantic's
     `model_copy(update=...)` skips validation, so a copy built from a flag or a factor could carry a value the
     field's bounds refuse (a prior × 10⁶, `--scale inf`); this raises pydantic's `ValidationError` instead."""
-    return type(model).model_validate({**model.model_dump(), **changes})
+    data = model.model_dump()
+    for key, value in changes.items():
+        nested = isinstance(value, dict) and isinstance(getattr(model, key, None), BaseModel)
+        data[key] = {**data[key], **value} if nested else value
+    return type(model).model_validate(data)
 
 
 class _Spec(BaseModel):

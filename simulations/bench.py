@@ -132,10 +132,10 @@ def scaled_priors(spec: PolicySpec, k: float) -> PolicySpec:
     bounds: a factor that takes one outside them is a one-line error naming the field."""
     if k == 1:
         return spec
-    cap, cs = spec.capacity.model_dump(), spec.cold_start.model_dump()
+    cap, cs = spec.capacity, spec.cold_start
     try:
-        return revised(spec, capacity={**cap, **{f: cap[f] * k for f in PRIOR_RATES}},
-                       cold_start={**cs, **{f: cs[f] * k for f in PRIOR_STAGES}})
+        return revised(spec, capacity={f: getattr(cap, f) * k for f in PRIOR_RATES},
+                       cold_start={f: getattr(cs, f) * k for f in PRIOR_STAGES})
     except ValidationError as e:
         err = e.errors()[0]
         raise SimulationInputError(f"priors × {k:g}", ".".join(str(x) for x in err["loc"]), str(err["msg"]),
@@ -228,11 +228,11 @@ def jobs_for(scenarios: Sequence[str], quick: bool, policy_file: str,
              priors_scales: Sequence[float] = PRIORS_SCALES) -> list[Job]:
     """Every job of the bench, the longest first (so the workers stay busy to the end)."""
     jobs: list[Job] = []
+    for k in priors_scales:  # fail here, in one line, on a factor that takes a prior out of its bounds
+        scaled_priors(policy_spec(policy_file), k)
     for name in scenarios:
         fidelity = load_scenario(name).fidelity  # fail here, in one line, on a bad name or file
         jobs.append(Job(name, "ours", "default", (), quick, policy_file))
-        for k in priors_scales:  # fail here, in one line, on a factor that takes a prior out of its bounds
-            scaled_priors(policy_spec(policy_file), k)
         jobs.extend(Job(name, "ours", "default", (), quick, policy_file, k) for k in priors_scales if k != 1)
         for fam in FAMILY_ORDER:
             if fam not in FAMILIES:

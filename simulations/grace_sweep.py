@@ -43,7 +43,7 @@ def grace(seconds: float) -> Iterator[None]:
 
 
 def without_deletion_cost(policy: PolicySpec) -> PolicySpec:
-    return revised(policy, scale_down=revised(policy.scale_down, deletion_cost=False))
+    return revised(policy, scale_down={"deletion_cost": False})
 
 
 def sweep(scenario: str, hours: float, graces: Sequence[float], baselines: str = "hpa,keda,kpa") -> list[str]:

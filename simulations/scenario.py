@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from autoscaler.policy import MAX_REPLICAS
+from autoscaler.policy import MAX_REPLICAS, revised
 from autoscaler.policy_loader import yaml_problem
 from simulations.errors import SimulationInputError
 from simulations.profiles import COLD_START_PROFILES, ClusterSpec, ColdStartName, ColdStartProfile, ServingProfile
@@ -214,23 +214,26 @@ def parse_scenario(data: object, source: str = "<scenario>") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        if err["type"] == "extra_forbidden":
-            raise SimulationInputError(source, loc, "unknown key", "check the spelling; unknown keys are "
-                                       "not ignored") from None
-        raise SimulationInputError(source, loc, str(err["msg"]),
-                                   "see the field's description in simulations/scenario.py") from None
+        raise _input_error(source, e) from None
+
+
+def _input_error(source: str, e: ValidationError) -> SimulationInputError:
+    """pydantic's first problem as one line naming `source`, the field and the fix."""
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return SimulationInputError(source, loc, "unknown key", "check the spelling; unknown keys are not ignored")
+    return SimulationInputError(source, loc, str(err["msg"]), "see the field's description in simulations/scenario.py")
 
 
 def revised_scenario(sc: Scenario, source: str, **changes: object) -> Scenario:
     """`sc` with `changes` (a mapping for a nested field, such as `trace`, is merged into it), checked as a
     scenario file is: a bad value is a one-line error naming `source` (the flag that asked for it) and the
     field, never a scenario outside its bounds (`model_copy` does not validate)."""
-    data = sc.model_dump()
-    for key, value in changes.items():
-        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
-    return parse_scenario(data, source)
+    try:
+        return revised(sc, **changes)
+    except ValidationError as e:
+        raise _input_error(source, e) from None
 
 
 def _token_trace(path: str) -> Trace:

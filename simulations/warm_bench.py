@@ -92,15 +92,13 @@ PRESTAGE_PATH = "/var/cache/inference-autoscaler/models"  # ours' weightsCachePa
 def with_pool(sc: Scenario, pool: int, prestaged: float | None = None) -> Scenario:
     """The scenario with a fixed placeholder pool of `pool` (warm at t = 0); `prestaged`: the median weight
     load from the node's disk on a warm slot (None: weights not pre-staged)."""
-    cluster = revised(sc.cluster, warm_slots=pool, warm_weight_load_seconds=prestaged)
     name = sc.name if prestaged is None else f"{sc.name} (weights pre-staged)"
-    return revised(sc, cluster=cluster, name=name)
+    return revised(sc, cluster={"warm_slots": pool, "warm_weight_load_seconds": prestaged}, name=name)
 
 
 def with_sized_pool(policy: PolicySpec, most: int, weights_cache_path: str | None = None) -> PolicySpec:
     """`ours-sized`: warm capacity on with minSlots 0 and maxSlots `most`, so the decision sizes the pool."""
-    return revised(policy, warm_capacity=revised(with_warm_pool(policy, most, weights_cache_path).warm_capacity,
-                                                 min_slots=0))
+    return revised(with_warm_pool(policy, most, weights_cache_path), warm_capacity={"min_slots": 0})
 
 
 def run_job(job: WarmJob) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
+HOUR, DAY = 3600.0, 86400.0
 PORT = 65535  # the highest TCP port
 
 

@@ -29,21 +29,20 @@ def with_target_utilization(policy: PolicySpec, utilization: float) -> PolicySpe
     """The policy with `capacity.targetUtilization` set (validated like the policy file's field)."""
     if not 0 < utilization <= 1:
         raise ValueError(f"targetUtilization must be within (0, 1], not {utilization:g}")
-    return revised(policy, capacity=revised(policy.capacity, target_utilization=utilization))
+    return revised(policy, capacity={"target_utilization": utilization})
 
 
 def with_min_replicas(policy: PolicySpec, minimum: int) -> PolicySpec:
     """The policy with `replicas.min` set (validated like the policy file's field: 0..replicas.max)."""
     if not 0 <= minimum <= policy.replicas.max:
         raise ValueError(f"replicas.min must be within 0..{policy.replicas.max} (replicas.max), not {minimum}")
-    return revised(policy, replicas=revised(policy.replicas, min=minimum))
+    return revised(policy, replicas={"min": minimum})
 
 
 def with_warm_pool(policy: PolicySpec, slots: int, weights_cache_path: str | None = None) -> PolicySpec:
     """The policy with warm capacity on and its pool held at `slots` (minSlots = maxSlots), or off for 0."""
-    warm = revised(policy.warm_capacity, enabled=slots > 0, min_slots=slots, max_slots=slots,
-                   weights_cache_path=weights_cache_path)
-    return revised(policy, warm_capacity=warm)
+    return revised(policy, warm_capacity={"enabled": slots > 0, "min_slots": slots, "max_slots": slots,
+                                          "weights_cache_path": weights_cache_path})
 
 
 class Ours:

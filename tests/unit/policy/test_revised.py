@@ -39,6 +39,15 @@ def test_a_revised_field_is_checked_against_its_bounds_where_model_copy_is_not()
     assert revised(cap, target_utilization=0.5).target_utilization == 0.5
 
 
+def test_a_mapping_changes_the_nested_models_fields_it_names_and_keeps_the_rest() -> None:
+    spec = load_policy_file(POLICIES[0])[0].spec
+    out = revised(spec, capacity={"target_utilization": 0.5})
+    assert out.capacity == spec.capacity.model_copy(update={"target_utilization": 0.5})
+    assert out.model_copy(update={"capacity": spec.capacity}) == spec
+    with pytest.raises(ValidationError, match="capacity.target_utilization"):
+        revised(spec, capacity={"target_utilization": 7.0})
+
+
 def test_a_revised_scenario_merges_a_nested_field_and_names_the_flag_that_broke_it() -> None:
     sc = load_scenario("azure-conv")
     assert revised_scenario(sc, "--scale", trace={"clone": 2.0}).trace == sc.trace.model_copy(update={"clone": 2.0})

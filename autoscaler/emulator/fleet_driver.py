@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from autoscaler.policy import MAX_REPLICAS
+
 log = logging.getLogger("autoscaler.emulator")
+MAX_FILE_BYTES = 64  # a replica count file holds one number
 
 # Where the replica count comes from: returns the desired replicas, or None to keep the current one
 # (an unreadable file, an API error). The e2e harness plugs in a Deployment's ready replicas here.
@@ -38,16 +41,21 @@ def fixed_replicas(n: int) -> ReplicasSource:
 
 
 def replicas_file(path: str | Path) -> ReplicasSource:
-    """Reads an integer from `path` on every call; a missing or malformed file keeps the current count."""
+    """Reads an integer from `path` on every call; a missing or malformed file, or a count outside
+    0..MAX_REPLICAS, keeps the current count. At most MAX_FILE_BYTES are read (the file may be anything)."""
     p = Path(path)
     warned: dict[str, bool] = {"bad": False}
 
     def read() -> int | None:
         try:
-            n = int(p.read_text().strip())
-            if n < 0:
-                raise ValueError("negative")
-        except (OSError, ValueError) as e:
+            with p.open("rb") as f:
+                raw = f.read(MAX_FILE_BYTES + 1)
+            if len(raw) > MAX_FILE_BYTES:
+                raise ValueError(f"longer than {MAX_FILE_BYTES} bytes")
+            n = int(raw.decode().strip())
+            if not 0 <= n <= MAX_REPLICAS:
+                raise ValueError(f"{n} is outside 0..{MAX_REPLICAS}")
+        except (OSError, ValueError) as e:  # (UnicodeDecodeError is a ValueError)
             if not warned["bad"]:
                 log.warning("replicas file %s unreadable (%s): keeping the current replica count", p, e)
                 warned["bad"] = True

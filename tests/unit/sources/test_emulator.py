@@ -247,3 +247,18 @@ def test_an_overload_shows_in_the_served_metrics_as_a_real_vllm_would() -> None:
     assert done[3] / n > 2.0  # mean queue time: seconds in WAITING, as vllm:request_queue_time_seconds says
     assert seen[110.0][2:] == seen[120.0][2:]  # idle: no new queue-time observations
     assert fleet.replica_snapshots(120.0)[0].kv_cache_usage == 0.0
+
+
+@pytest.mark.parametrize("body", [b"12", b" 7\n"])
+def test_the_replicas_file_gives_its_count(tmp_path: Path, body: bytes) -> None:
+    count = tmp_path / "replicas"
+    count.write_bytes(body)
+    assert replicas_file(count)() == int(body)
+
+
+@pytest.mark.parametrize("body", [b"-1", b"1000000000000", b"x", b"", b"\xff\xfe", b"1" * 100, b"3\n" + b" " * 100])
+def test_a_replicas_file_outside_a_fleet_keeps_the_count(tmp_path: Path, body: bytes) -> None:
+    # 10^12 replicas once reached the fleet as its target; a file of any size was read whole.
+    count = tmp_path / "replicas"
+    count.write_bytes(body)
+    assert replicas_file(count)() is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from autoscaler.policy import API_GROUP, KIND, PLURAL, SHORT_NAME, PolicySpec
+from autoscaler.policy import API_GROUP, KIND, PLURAL, SHORT_NAME, VERSION, PolicySpec
 
 _DROP = {"title", "discriminator"}
 
@@ -103,7 +103,7 @@ def crd() -> dict[str, Any]:
             },
             "versions": [
                 {
-                    "name": "v1alpha1",
+                    "name": VERSION,
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": schema},

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 API_GROUP = "autoscaler.inference.dev"
-API_VERSION = f"{API_GROUP}/v1alpha1"
+VERSION = "v1alpha1"
+API_VERSION = f"{API_GROUP}/{VERSION}"
 KIND = "ModelScalingPolicy"
 PLURAL = "modelscalingpolicies"
 SHORT_NAME = "msp"

@@ -27,7 +27,7 @@ def _check(api: Any, node_name: str, namespaces: list[str]) -> list[tuple[str, A
     from kubernetes import client
 
     from autoscaler.controller.drain import drain_check, leaving_view, need_from_status
-    from autoscaler.policy import API_GROUP, PLURAL
+    from autoscaler.policy import API_GROUP, PLURAL, VERSION
     from autoscaler.policy_loader import PolicyError, parse_policy
     from autoscaler.targets import TargetBlocked, TargetNotFound
     from autoscaler.targets.api import call_json, is_not_found
@@ -43,10 +43,10 @@ def _check(api: Any, node_name: str, namespaces: list[str]) -> list[tuple[str, A
     nodes = {str((n.get("metadata") or {}).get("name")): n for n in call_json(core.list_node).get("items") or ()}
     if namespaces:
         policies = [p for ns in namespaces
-                    for p in call_json(custom.list_namespaced_custom_object, API_GROUP, "v1alpha1", ns, PLURAL)
+                    for p in call_json(custom.list_namespaced_custom_object, API_GROUP, VERSION, ns, PLURAL)
                     .get("items") or ()]
     else:
-        policies = call_json(custom.list_cluster_custom_object, API_GROUP, "v1alpha1", PLURAL).get("items") or []
+        policies = call_json(custom.list_cluster_custom_object, API_GROUP, VERSION, PLURAL).get("items") or []
     apis = TargetApis(client.AppsV1Api(api), custom, api)
     plurals = PluralResolver(api)
     out: list[tuple[str, Any]] = []

@@ -23,14 +23,13 @@ from autoscaler.controller.server import check_route, metrics_route, serve
 from autoscaler.controller.targetcache import Kind, TargetCache, trim_deployment, trim_target
 from autoscaler.controller.telemetry import ChainedRegistry, ControllerMetrics
 from autoscaler.observe.pods import INTERESTING_EVENT_REASONS
-from autoscaler.policy import API_GROUP, PLURAL
+from autoscaler.policy import API_GROUP, PLURAL, VERSION
 from autoscaler.sources.base import MetricsSource
 from autoscaler.targets.api import bound_retries, set_request_timeout
 from autoscaler.targets.owners import trim_autoscaler
 from autoscaler.targets.reads import DirectReads
 
 log = logging.getLogger(__name__)
-VERSION = "v1alpha1"
 
 
 def default_identity() -> str:

@@ -49,7 +49,7 @@ from autoscaler.controller.status import (
     state_fingerprint,
     status_fingerprint,
 )
-from autoscaler.controller.status_writer import VERSION, StatusWriter
+from autoscaler.controller.status_writer import StatusWriter
 from autoscaler.controller.telemetry import ControllerMetrics
 from autoscaler.controller.warmpool import WarmPool, WarmStatus
 from autoscaler.core import CoreState, Decision, DecisionResult, Signals, decide, forecast_config
@@ -58,7 +58,7 @@ from autoscaler.observe import ColdStartObserver, PodIndex, cluster_facts, gpu_u
 from autoscaler.observe.coldstart import events_by_pod_uid, node_creation_times, node_ready_times
 from autoscaler.observe.pods import is_ready
 from autoscaler.observe.warm import WarmNodes, running_placeholders, warm_label_value
-from autoscaler.policy import API_GROUP, ModelScalingPolicy
+from autoscaler.policy import API_VERSION, ModelScalingPolicy
 from autoscaler.policy_loader import PolicyError, parse_policy
 from autoscaler.sources.base import MetricsSource
 from autoscaler.targets import ScaleReading, ScaleTarget, TargetBlocked, TargetNotFound
@@ -382,7 +382,7 @@ class Reconciler:
         version = self._version(raw)
         if rt.parsed_for != version:
             doc = {k: v for k, v in raw.items() if k != "status"}
-            doc.setdefault("apiVersion", f"{API_GROUP}/{VERSION}")
+            doc.setdefault("apiVersion", API_VERSION)
             doc.setdefault("kind", "ModelScalingPolicy")
             try:
                 rt.policy, rt.invalid = parse_policy(doc, source=policy_key(raw)), None

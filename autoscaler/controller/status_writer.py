@@ -14,11 +14,10 @@ from autoscaler.controller.conditions import READY, merge_patch, set_condition
 from autoscaler.controller.runtime import Obj, PolicyRuntime, policy_key
 from autoscaler.controller.status import state_fingerprint, status_fingerprint
 from autoscaler.controller.telemetry import ControllerMetrics
-from autoscaler.policy import API_GROUP, PLURAL
+from autoscaler.policy import API_GROUP, PLURAL, VERSION
 from autoscaler.targets.api import API_ERRORS, call_json, describe_error, error_code
 
 log = logging.getLogger(__name__)
-VERSION = "v1alpha1"
 
 
 class StatusWriter:

@@ -22,6 +22,7 @@ from simulations.autoscalers.registry import parse_baselines
 from simulations.decision_log import breakdown
 from simulations.errors import SimulationInputError
 from simulations.scenario import (
+    YEAR,
     Scenario,
     build_workload,
     bundled_path,
@@ -120,8 +121,9 @@ def _seconds(text: str) -> float:
         value = float(number) * (unit or 1.0)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise click.BadParameter(f"{text!r} is not a duration > 0", param_hint="--duration (e.g. 30m, 2h, 2d)")
+    if not 0 < value <= YEAR:  # a trace's own bound (TraceSpec.limit_seconds); NaN and 1e400 (inf) are no duration
+        raise click.BadParameter(f"{text!r} is not a duration within (0, 366d]",
+                                 param_hint="--duration (e.g. 30m, 2h, 2d)")
     return value
 
 

@@ -69,6 +69,8 @@ def test_demo_runs_end_to_end_and_writes_pngs_html_json(tmp_path: Path) -> None:
     (["--baselines", "hpa,magic"], "unknown baseline"),
     (["--baselines", "keda:abc"], "not a number"),
     (["--scale", "0"], "--scale"),
+    (["--duration", "1e400"], "--duration"),  # once read as inf: the whole trace, silently
+    (["--duration", "367d"], "--duration"),
     # outside the scenario's bounds: once a 141-TiB numpy allocation, an OverflowError or 'cannot convert float
     # infinity to integer'
     (["--scenario", "azure-conv", "--scale", "1e9"], "'--scale': 1000000000.0 is not in the range 0<x<=1000"),

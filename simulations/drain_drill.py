@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,7 +43,7 @@ from simulations.errors import SimulationInputError
 from simulations.fleet import RequestFleet
 from simulations.lifecycle import Lifecycle, Node
 from simulations.runner import Loop
-from simulations.scenario import Scenario, build_workload, bundled_path, load_scenario, revised_scenario
+from simulations.scenario import YEAR, Scenario, build_workload, bundled_path, load_scenario, revised_scenario
 from simulations.trace import Trace
 
 WINDOW_AFTER_EVICTION_SECONDS = 900.0
@@ -255,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default=None, help="policy YAML (default: the shipped one)")
     ap.add_argument("--json", action="store_true", help="print JSON")
     a = ap.parse_args(argv)
-    if not 0 < a.duration < math.inf:
-        print("error: --duration must be a number of seconds > 0", file=sys.stderr)
+    if not 0 < a.duration <= YEAR:
+        print("error: --duration must be a number of seconds within (0, 366 d]", file=sys.stderr)
         return 2
     try:
         scenario = load_scenario(a.scenario)

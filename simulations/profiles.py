@@ -23,11 +23,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from autoscaler.policy import DAY
+
 ColdStartName = Literal["warm", "typical", "cold"]
 COLD_START_NAMES: tuple[str, ...] = ("warm", "typical", "cold")
-
-
-DAY = 86400.0
 
 
 class _Model(BaseModel):

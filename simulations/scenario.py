@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from autoscaler.policy import MAX_REPLICAS, revised
+from autoscaler.policy import DAY, MAX_REPLICAS, revised
 from autoscaler.policy_loader import yaml_problem
 from simulations.errors import SimulationInputError
 from simulations.profiles import COLD_START_PROFILES, ClusterSpec, ColdStartName, ColdStartProfile, ServingProfile
@@ -33,7 +33,7 @@ from simulations.trace_loaders import load_azure_csv, load_jsonl, servegen_workl
 TRACES_ENV = "INFERENCE_AUTOSCALER_TRACES"
 COMPRESSED_VARIANTS = ("", ".gz", ".xz", ".bz2", ".csv", ".csv.gz", ".csv.xz", ".csv.bz2")
 MONDAY_2024 = "2024-01-01T00:00:00+00:00"
-YEAR = 366 * 86400.0
+YEAR = 366 * DAY
 # A synthetic burst's peak: far above one model's traffic in the traces, and ~10⁷ requests in 10 minutes, what a
 # request-level replay can hold.
 MAX_PEAK_RPS = 20_000.0

@@ -119,16 +119,22 @@ def _histograms(buckets: list[tuple[dict[str, str], pd.DataFrame]], start: float
     return out
 
 
+def grid_steps(start: float, end: float, step_seconds: float) -> int:
+    """The decisions a backtest replays from `start` to `end`; ValueError for a range it cannot hold."""
+    if not (math.isfinite(start) and math.isfinite(end) and end > start):
+        raise ValueError(f"--end ({end:g}) must be after --start ({start:g})")
+    n = math.floor((end - start) / step_seconds) + 1
+    if n > MAX_STEPS:
+        raise ValueError(f"{n:.3g} steps from --start to --end; at most {MAX_STEPS:,}: a longer --step or a "
+                         "shorter range")
+    return n
+
+
 def fetch_history(source: RangeSource, policy: ModelScalingPolicy, start: float, end: float, step_seconds: float,
                   builder: PromQLBuilder | None = None) -> History:
     """Range-query every signal (and the replica count) for one policy. Raises SourceError on failure."""
     builder = builder or PromQLBuilder()
-    if not (math.isfinite(start) and math.isfinite(end) and end > start):
-        raise ValueError(f"--end ({end}) must be after --start ({start})")
-    n = math.floor((end - start) / step_seconds) + 1
-    if n > MAX_STEPS:
-        raise ValueError(f"{n:.3g} steps from --start to --end; at most {MAX_STEPS:,} (a longer --step or a "
-                         "shorter range)")
+    n = grid_steps(start, end, step_seconds)
     frame = pd.DataFrame(np.nan, index=pd.Index(start + step_seconds * np.arange(n), name="time"),
                          columns=[*(s.value for s in SignalName), REPLICAS])
     histograms: dict[SignalName, list[LatencyHistogram | None]] = {}

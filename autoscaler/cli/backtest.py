@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 
 import click
 
-from autoscaler.cli.params import DAY, HOUR, seconds
+from autoscaler.cli.params import seconds
+from autoscaler.policy import DAY, HOUR
 from autoscaler.strictjson import dumps_strict
 
 LAST_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last time an ISO date can name
@@ -53,7 +54,7 @@ def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_s
              namespace_label: str, as_json: bool, out_dir: str | None, timeout: float) -> None:
     """Replay the decision core over a model's history and compare with the replicas that ran."""
     from autoscaler.backtest import fetch_history, replay
-    from autoscaler.backtest.history import MAX_STEPS
+    from autoscaler.backtest.history import grid_steps
     from autoscaler.backtest.prom_range import PrometheusRange
     from autoscaler.backtest.report import table, write_outputs
     from autoscaler.policy_loader import PolicyError, load_policy_file
@@ -70,11 +71,10 @@ def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_s
         raise click.ClickException(f"{policy_file} holds no ModelScalingPolicy")
     policy = policies[0]
     t0, t1 = parse_time(start, "--start"), parse_time(end, "--end")
-    if t1 <= t0:
-        raise click.BadParameter("must be after --start", param_hint="--end")
-    if (t1 - t0) / step_seconds >= MAX_STEPS:
-        raise click.BadParameter(f"{(t1 - t0) / step_seconds:.3g} steps from --start to --end; at most {MAX_STEPS:,}: "
-                                 "a longer --step or a shorter range", param_hint="--end")
+    try:  # before any query: a range no replay can hold is the flags' fault
+        grid_steps(t0, t1, step_seconds)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--end") from None
     try:
         builder = PromQLBuilder(namespace_label=namespace_label or None, window=window)
     except ValueError as e:

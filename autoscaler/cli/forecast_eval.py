@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autoscaler.cli.params import DAY, Number, seconds
+from autoscaler.cli.params import Number, seconds
+from autoscaler.policy import DAY
 from autoscaler.strictjson import dumps_strict
 from forecasting.evaluate import DEFAULT_METHODS, MethodScore, rolling_origin
 from forecasting.series import SeriesError, load_series

@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-HOUR, DAY = 3600.0, 86400.0
+from autoscaler.policy import DAY
+
 PORT = 65535  # the highest TCP port
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from autoscaler.cli.params import DAY, HOUR, Number, count, seconds
+from autoscaler.cli.params import Number, count, seconds
 from autoscaler.emulator.fleet_driver import MAX_SPEED
+from autoscaler.policy import DAY, HOUR
 
 # Bounds of the ramp's flags, far outside anything one replica is profiled at.
 MAX_TOKENS = 1e7  # prompt or output tokens of one request: the longest context windows offered hold 10M

@@ -10,7 +10,8 @@ from types import FrameType
 
 import click
 
-from autoscaler.cli.params import DAY, HOUR, PORT, count, seconds
+from autoscaler.cli.params import PORT, count, seconds
+from autoscaler.policy import DAY, HOUR
 
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 

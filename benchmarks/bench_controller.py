@@ -33,7 +33,9 @@ from kubernetes.client import rest
 from rich.console import Console
 from rich.table import Table
 
+from autoscaler.cli.params import arg_count, arg_number
 from autoscaler.controller.manager import Controller, ControllerConfig
+from autoscaler.policy import DAY
 from autoscaler.sources.prom_api import PrometheusAPI, Sample
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 from tests.unit.controller.conftest import CountingSource, pod, policy
@@ -159,11 +161,14 @@ def one_run(url: str, label: str, source: Any, queries: Any, args: argparse.Name
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--policies", type=int, default=1000)
-    ap.add_argument("--pods-per-target", type=int, default=2)
-    ap.add_argument("--steady-ticks", type=int, default=20, help="ticks at 15 s steps with unchanged load")
-    ap.add_argument("--settle-ticks", type=int, default=3, help="unmeasured ticks between the first and steady")
-    ap.add_argument("--state-max-age", type=float, default=300.0, help="ControllerConfig.state_max_age_seconds")
+    ap.add_argument("--policies", type=arg_count(1, 100_000), default=1000)
+    ap.add_argument("--pods-per-target", type=arg_count(1, 1000), default=2)
+    ap.add_argument("--steady-ticks", type=arg_count(1, 10_000), default=20,
+                    help="ticks at 15 s steps with unchanged load")
+    ap.add_argument("--settle-ticks", type=arg_count(0, 10_000), default=3,
+                    help="unmeasured ticks between the first and steady")
+    ap.add_argument("--state-max-age", type=arg_number(0, DAY, lo_open=True), default=300.0,
+                    help="ControllerConfig.state_max_age_seconds")
     ap.add_argument("--sources", default="prometheus,load")
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []

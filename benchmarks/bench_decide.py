@@ -24,6 +24,7 @@ from typing import ClassVar, cast
 from rich.console import Console
 from rich.table import Table
 
+from autoscaler.cli.params import arg_count
 from autoscaler.core import (
     ClusterFacts,
     CoreState,
@@ -92,7 +93,7 @@ def digest(names: list[str]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--calls", type=arg_count(1, 10_000_000), default=3000)
     ap.add_argument("--digest", metavar="SCENARIO[:COLD],...", help="print decision digests of these replays")
     args = ap.parse_args()
     if args.digest:

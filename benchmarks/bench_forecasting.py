@@ -21,6 +21,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from autoscaler.cli.params import arg_count
 from forecasting import ForecastConfig, ForecastState, from_history, observe, predict
 from forecasting.online import _refit
 
@@ -53,8 +54,9 @@ def warm_state(config: ForecastConfig, series: np.ndarray) -> ForecastState:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2000, help="runs for the microsecond-scale rows")
-    parser.add_argument("--refit-runs", type=int, default=15, help="runs for the refit rows")
+    parser.add_argument("--runs", type=arg_count(4, 10_000_000), default=2000,
+                        help="runs for the microsecond-scale rows")
+    parser.add_argument("--refit-runs", type=arg_count(1, 100_000), default=15, help="runs for the refit rows")
     args = parser.parse_args()
 
     n = DAYS * 86400 // int(STEP_SECONDS)

@@ -18,6 +18,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from autoscaler.cli.params import arg_count
 from autoscaler.policy_loader import load_policy_file
 from simulations.autoscalers.ours import Ours
 from simulations.bench import default_policy_file, machine
@@ -28,7 +29,7 @@ from simulations.scenario import build_workload, load_scenario
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-fluid", action="store_true")
-    ap.add_argument("--repeat", type=int, default=1, help="replay each case N times, report the fastest")
+    ap.add_argument("--repeat", type=arg_count(1, 1000), default=1, help="replay each case N times, report the fastest")
     args = ap.parse_args()
     spec = load_policy_file(default_policy_file())[0].spec
     m = machine()

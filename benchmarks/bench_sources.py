@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoscaler.backtest.openmetrics import REQUEST_LATENCY_BUCKETS
+from autoscaler.cli.params import arg_count
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 from autoscaler.sources.scrape import ScrapeMetricsSource
 from autoscaler.sources.telemetry import telemetry_for
@@ -180,9 +181,9 @@ def bench_scrape(pods: int, concurrency: int) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", type=int, default=1000)
-    ap.add_argument("--pods", type=int, default=1000)
-    ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 32, 64, 256])
+    ap.add_argument("--models", type=arg_count(1, 100_000), default=1000)
+    ap.add_argument("--pods", type=arg_count(1, 100_000), default=1000)
+    ap.add_argument("--concurrency", type=arg_count(1, 10_000), nargs="+", default=[16, 32, 64, 256])
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         pr = bench_prometheus(args.models, Path(d))

@@ -22,6 +22,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
+from autoscaler.cli.params import WORKERS
 from simulations.autoscalers.base import Context
 from simulations.autoscalers.oracle import ORACLE_TARGET, TICK_SECONDS, Oracle, peek_leads, plan_need
 from simulations.search import Point, main_knob, search
@@ -106,7 +107,7 @@ def _ratio(gpu: float | None, of: tuple[float, float, float] | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=WORKERS, default=2)
     a = ap.parse_args(argv)
     names = [n for n in a.scenarios.split(",") if n]
     with ProcessPoolExecutor(a.workers) as pool:

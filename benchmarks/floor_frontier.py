@@ -29,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
+from autoscaler.cli.params import WORKERS
 from simulations.bench import TARGET, Job, default_policy_file, run_jobs
 from simulations.bench_report import best_within, envelope
 from simulations.search import FAMILIES, knobs_for
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", default=",".join(STEP_SCENARIOS))
     ap.add_argument("--floors", default=",".join(map(str, FLOORS)), help="comma-separated replica floors")
     ap.add_argument("--policy", default=default_policy_file())
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=WORKERS, default=2)
     ap.add_argument("--json", type=Path, help="write every record here")
     ap.add_argument("--records", type=Path, nargs="+", help="report these saved --json files together; run nothing")
     a = ap.parse_args(argv)

@@ -23,6 +23,8 @@ import argparse
 
 import numpy as np
 
+from autoscaler.cli.params import arg_count, arg_number
+from autoscaler.policy import MAX_REPLICAS
 from simulations.autoscalers.registry import FAMILIES
 from simulations.fidelity import TRACES, agreement_case
 from simulations.fluid import FluidFleet
@@ -151,18 +153,18 @@ def main() -> None:
     sub = ap.add_subparsers(dest="what", required=True)
     g = sub.add_parser("gauges")
     g.add_argument("trace", choices=TRACES)
-    g.add_argument("replicas", type=int)
-    g.add_argument("--minutes", type=int, default=15)
+    g.add_argument("replicas", type=arg_count(1, MAX_REPLICAS))
+    g.add_argument("--minutes", type=arg_count(1, 1440), default=15)
     q = sub.add_parser("queue")
     q.add_argument("trace", choices=TRACES)
-    q.add_argument("replicas", type=int)
-    q.add_argument("--minutes", type=int, default=10)
+    q.add_argument("replicas", type=arg_count(1, MAX_REPLICAS))
+    q.add_argument("--minutes", type=arg_count(1, 1440), default=10)
     w = sub.add_parser("sweep")
     w.add_argument("--trace", choices=TRACES, help="one shared trace (default: all)")
     f = sub.add_parser("family")
     f.add_argument("trace", choices=TRACES)
     f.add_argument("family", choices=("static", "hpa", "keda", "kpa"))
-    f.add_argument("value", type=float)
+    f.add_argument("value", type=arg_number(0, 1e6))
     f.add_argument("settings", nargs="*", help="secondary knobs, e.g. signal=queue_p90 down_window=600")
     args = ap.parse_args()
     if args.what == "gauges":

@@ -32,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from autoscaler.cli.params import arg_count
 from autoscaler.core import (
     STAGES,
     ClusterFacts,
@@ -328,8 +329,8 @@ def fuzz(cases: int, seed: int) -> FuzzReport:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", type=int, default=10_000)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cases", type=arg_count(1, 100_000_000), default=10_000)
+    ap.add_argument("--seed", type=arg_count(0, 2**32 - 1), default=1)
     args = ap.parse_args()
     t0 = time.perf_counter()
     r = fuzz(args.cases, args.seed)

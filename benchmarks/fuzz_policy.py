@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from autoscaler.cli.params import arg_count
 from autoscaler.core import ClusterFacts, CoreState, Measured, ReplicaCounts, Signals, decide, forecast_config
 from autoscaler.crd import spec_schema
 from autoscaler.policy_loader import PolicyError, load_policies_text
@@ -209,8 +210,8 @@ def fuzz(cases: int, seed: int) -> Result:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", type=int, default=10_000)
-    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--cases", type=arg_count(1, 100_000_000), default=10_000)
+    ap.add_argument("--seed", type=arg_count(0, 2**32 - 1), default=11)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     res = fuzz(args.cases, args.seed)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from autoscaler.cli.params import arg_count, arg_number
 from autoscaler.sources.engines import engine_metrics
 from autoscaler.sources.exposition import ExpositionError, read_pod_metrics
 from tests.unit.sources.fuzzcases import FuzzReport, fuzz_prometheus_bodies, fuzz_scrape_pages
@@ -57,9 +58,9 @@ def show(name: str, r: FuzzReport, seconds: float) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", type=int, default=10_000)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--limit", type=float, default=1.0, help="seconds one case may take")
+    ap.add_argument("--cases", type=arg_count(1, 100_000_000), default=10_000)
+    ap.add_argument("--seed", type=arg_count(0, 2**32 - 1), default=1)
+    ap.add_argument("--limit", type=arg_number(0, 3600, lo_open=True), default=1.0, help="seconds one case may take")
     a = ap.parse_args()
     print(f"ReDoS line ({len(REDOS_LINE)} bytes): {redos_line_ms():.3f} ms per read")
     t0 = time.perf_counter()

@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
+from autoscaler.cli.params import PRIORS_SCALE, WORKERS
 from benchmarks.seed_variants import write, write_days, write_readme
 from simulations.bench import TARGET
 from simulations.scenario import bench_scenario_names
@@ -290,9 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("dir", type=Path)
     r.add_argument("--json", required=True, type=Path, help="write the replays' attainment and GPU-hours here")
     r.add_argument("--policy", default=None, help="policy file (default: the bench's default policy)")
-    r.add_argument("--priors-scale", type=float, default=1.0,
+    r.add_argument("--priors-scale", type=PRIORS_SCALE, default=1.0,
                    help="every prior (capacity, cold-start medians) multiplied by this, as in the bench's priors rows")
-    r.add_argument("--workers", type=int, default=2)
+    r.add_argument("--workers", type=WORKERS, default=2)
     r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="change one field of the policy's spec, e.g. forecast.enabled=false (repeatable)")
     c = sub.add_parser("compare", help="two `run --json` files side by side, per scenario group")
@@ -313,13 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "run":
         from simulations.bench import default_policy_file
 
-        if not 0.1 <= a.priors_scale <= 10:  # also rejects nan and inf
-            ap.error(f"--priors-scale {a.priors_scale:g}: give a factor between 0.1 and 10, e.g. 0.7")
         try:
             policy = a.policy or default_policy_file()
             if a.set:
                 policy = with_settings(policy, a.set, a.json.with_suffix(".policy.yaml"))
-            result = run(a.dir, policy, max(1, a.workers), a.priors_scale)
+            result = run(a.dir, policy, a.workers, a.priors_scale)
         except (FileNotFoundError, ValueError) as e:
             print(f"replay_set: {e}", file=sys.stderr)
             return 2

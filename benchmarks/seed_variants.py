@@ -31,6 +31,8 @@ from typing import Any
 
 import yaml
 
+from autoscaler.cli.params import PRIORS_SCALE, WORKERS
+from autoscaler.policy import DAY
 from simulations.provenance import stamp_line
 from simulations.scenario import (
     Scenario,
@@ -40,8 +42,6 @@ from simulations.scenario import (
     parse_scenario,
     scenario_dir,
 )
-
-DAY = 86400.0
 
 
 def write(out: Path, offsets: list[int]) -> list[Path]:
@@ -284,17 +284,15 @@ def main(argv: list[str] | None = None) -> int:
     o = sub.add_parser("ours", help="ours alone on every shipped scenario and its variants in DIR")
     o.add_argument("dir", type=Path)
     o.add_argument("--policy", default=None, help="policy file (default: the bench's default policy)")
-    o.add_argument("--priors-scale", type=float, default=1.0,
+    o.add_argument("--priors-scale", type=PRIORS_SCALE, default=1.0,
                    help="every prior (capacity, cold-start medians) multiplied by this, as in the bench's priors rows")
-    o.add_argument("--workers", type=int, default=2)
+    o.add_argument("--workers", type=WORKERS, default=2)
     a = ap.parse_args(argv)
     if a.cmd == "ours":
         from simulations.bench import default_policy_file
 
-        if not 0.1 <= a.priors_scale <= 10:  # also rejects nan and inf
-            ap.error(f"--priors-scale {a.priors_scale:g}: give a factor between 0.1 and 10, e.g. 0.7")
         try:
-            print("\n".join(ours_table(a.dir, a.policy or default_policy_file(), max(1, a.workers),
+            print("\n".join(ours_table(a.dir, a.policy or default_policy_file(), a.workers,
                                         priors_scale=a.priors_scale)))
         except FileNotFoundError as e:
             print(f"seed_variants: {e}", file=sys.stderr)

@@ -24,8 +24,9 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from autoscaler.cli.params import arg_number
 from autoscaler.core.signals import LatencyHistogram
-from autoscaler.policy import PolicySpec
+from autoscaler.policy import DAY, PolicySpec
 from autoscaler.policy_loader import load_policy_file
 from simulations.autoscalers.base import Context
 from simulations.autoscalers.ours import Ours
@@ -99,7 +100,8 @@ def row(name: str, seconds: float | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenarios", nargs="+", help="scenario names or YAML files")
-    ap.add_argument("--seconds", type=float, default=None, help="replay this much of each trace (default: quick)")
+    ap.add_argument("--seconds", type=arg_number(0, 366 * DAY, lo_open=True), default=None,
+                    help="replay this much of each trace (default: quick)")
     args = ap.parse_args(argv)
     print("| scenario | requests read | missed in the replay | linear | exponential (the controller) | bounds |")
     print("|---|---|---|---|---|---|")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
+from autoscaler.cli.params import PRIORS_SCALE, WORKERS, arg_count
 from simulations.bench import TARGET
 from simulations.scenario import bench_scenario_names
 
@@ -112,23 +113,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", type=Path, help="the replay set's folder (replay_set.py write DIR)")
     ap.add_argument("--scenarios", default="", help="comma list (default: every scenario with day variants in DIR)")
-    ap.add_argument("--priors-scale", type=float, default=1.0, help="every capacity and cold-start prior × this")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--priors-scale", type=PRIORS_SCALE, default=1.0, help="every capacity and cold-start prior × this")
+    ap.add_argument("--workers", type=WORKERS, default=2)
     ap.add_argument("--per-day", action="store_true", help="also a row per day")
-    ap.add_argument("--days", type=int, default=None, help="only days 1..N (N ≥ 2; default: every day in DIR)")
+    ap.add_argument("--days", type=arg_count(2, 366), default=None,
+                    help="only days 1..N (N ≥ 2; default: every day in DIR)")
     ap.add_argument("--log", type=Path, default=None,
                     help="write each replay's decision log here (NAME-dN-carried.jsonl, NAME-dN-fresh.jsonl)")
     a = ap.parse_args(argv)
-    if not a.priors_scale > 0:
-        ap.error(f"--priors-scale must be > 0, not {a.priors_scale:g}")
-    if a.days is not None and a.days < 2:
-        ap.error(f"--days must be at least 2 (day 1 alone carries nothing), not {a.days}")
     wanted = [n for n in a.scenarios.split(",") if n] or bench_scenario_names()
     jobs = jobs_for(a.dir, wanted, a.priors_scale, a.days, a.log)
     if not jobs:
         ap.error(f"{a.dir}: no day variants (NAME~d2.yaml …) of {', '.join(wanted)}; "
                  f"run `python benchmarks/replay_set.py write {a.dir}` first")
-    with ProcessPoolExecutor(max(1, a.workers)) as pool:
+    with ProcessPoolExecutor(a.workers) as pool:
         results = list(pool.map(chain, jobs))
     print("\n".join(table(results, a.per_day)))
     return 0

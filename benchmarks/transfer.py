@@ -29,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
+from autoscaler.cli.params import WORKERS
 from benchmarks.replay_set import bench_order, suffix_order
 from benchmarks.seed_variants import write_readme
 from simulations.bench import BASELINES, TARGET, Job, default_policy_file, run_jobs
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("shipped", type=Path, help="the bench --json whose settings are carried over")
     ap.add_argument("dirs", nargs="*", type=Path, help="directories of scenario variants (seed_variants.py write)")
     ap.add_argument("--json", type=Path, help="write every replay's record here")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=WORKERS, default=2)
     ap.add_argument("--policy", default=None, help="ours' policy file (default: the bench's default policy)")
     ap.add_argument("--readme", type=Path, help="also write the summary into this README between the transfer markers")
     ap.add_argument("--from", dest="saved", type=Path, default=None,

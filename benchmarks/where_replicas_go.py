@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: its sibling modules
 
+from autoscaler.cli.params import PRIORS_SCALE, WORKERS
 from simulations.decision_log import HOLDERS, PARTS, Breakdown, DecisionLog, breakdown
 from simulations.scenario import bench_scenario_names, scenario_names
 
@@ -58,16 +59,14 @@ def table(rows: list[tuple[str, float, float, float, Breakdown]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenarios", default=",".join(bench_scenario_names()), help="comma list of scenarios")
-    ap.add_argument("--priors-scale", type=float, default=1.0, help="every capacity and cold-start prior × this")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--priors-scale", type=PRIORS_SCALE, default=1.0, help="every capacity and cold-start prior × this")
+    ap.add_argument("--workers", type=WORKERS, default=2)
     a = ap.parse_args(argv)
-    if not a.priors_scale > 0:
-        ap.error(f"--priors-scale must be > 0, not {a.priors_scale:g}")
     names = [n for n in a.scenarios.split(",") if n]
     unknown = sorted(set(names) - set(scenario_names()))
     if unknown:
         ap.error(f"--scenarios: unknown {', '.join(unknown)} (one of {', '.join(scenario_names())})")
-    with ProcessPoolExecutor(max(1, a.workers)) as pool:
+    with ProcessPoolExecutor(a.workers) as pool:
         rows = []
         for row in pool.map(replay, [(n, a.priors_scale) for n in names]):
             print(f"  {row[0]}: {row[2]:.2f} GPU-h", file=sys.stderr, flush=True)

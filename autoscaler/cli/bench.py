@@ -19,7 +19,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from autoscaler.cli.params import count
+from autoscaler.cli.params import BENCH_WORKERS, count
 from autoscaler.policy_loader import PolicyError, load_policy_file
 from simulations.bench import (
     BASELINES,
@@ -67,7 +67,7 @@ def _scales(text: str) -> tuple[float, ...]:
 @click.option("--quick", is_flag=True, help="shorter traces, coarser brackets, behaviour knobs at defaults (CI)")
 @click.option("--scenarios", default="", help="comma list of names or scenario YAML files (default: all)")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), help="policy YAML (default: the shipped one)")
-@click.option("--workers", default=2, show_default=True, type=count(1, 64))
+@click.option("--workers", default=2, show_default=True, type=count(1, BENCH_WORKERS))
 @click.option("--ray", "ray_address", metavar="ADDRESS",
               help="run on Ray (optional extra '.[ray]'): a cluster address, 'auto', or 'local' (see docs/ray.md)")
 @click.option("--priors-scales", default=",".join(f"{k:g}" for k in PRIORS_SCALES), show_default=True,

@@ -15,24 +15,24 @@ LAST_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last time an ISO date ca
 
 
 def parse_time(raw: str, flag: str | None = None) -> float:
-    """Unix seconds, or an ISO 8601 time (UTC when no zone is given)."""
+    """Unix seconds, or an ISO 8601 time (UTC when no zone is given), within 1970..9999 either way."""
     try:
         t = float(raw)
     except ValueError:
-        pass
-    else:
-        if not 0 <= t <= LAST_TIME:
-            raise click.BadParameter(f"{raw!r} is not a unix time in 0..{LAST_TIME:.0f} (year 9999)",
-                                     param_hint=flag)
-        return t
+        t = _iso_time(raw, flag)
+    if not 0 <= t <= LAST_TIME:
+        raise click.BadParameter(f"{raw!r} is not a time in 1970..9999 (unix seconds 0..{LAST_TIME:.0f})",
+                                 param_hint=flag)
+    return t
+
+
+def _iso_time(raw: str, flag: str | None) -> float:
     try:
         dt = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
         raise click.BadParameter(f"{raw!r} is neither unix seconds nor an ISO time like 2023-11-16T18:15:00Z",
                                  param_hint=flag) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
+    return (dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)).timestamp()
 
 
 @click.command("backtest")

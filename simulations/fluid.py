@@ -66,6 +66,13 @@ class FluidFleet(LifecycleFacts):
         self.serving = serving
         self.lifecycle = Lifecycle(cold_start, cluster or ClusterSpec(), serving.gpus_per_replica, seed)
         self.dt = workload.bin_seconds
+        self._init_bins(workload, drain_seconds)
+        self._init_fleet(initial_replicas)
+        self._init_mix(workload, serving)
+        self._init_queue(seed)
+
+    def _init_bins(self, workload: BinnedWorkload, drain_seconds: float) -> None:
+        """The arrivals per bin, padded with empty bins for the drain, and their running sums."""
         nb = len(workload.counts) + math.ceil(drain_seconds / self.dt)
         pad = np.zeros(nb - len(workload.counts))
         self._counts = np.concatenate([workload.counts, pad])
@@ -76,11 +83,26 @@ class FluidFleet(LifecycleFacts):
         self.nbins = nb
         self._bin = 0
         self.now = 0.0
+        # prompt-token order of the requests: cumulative prompt tokens and requests at the bin edges
+        self._cum_tokens: list[float] = np.concatenate([[0.0], np.cumsum(np.concatenate([workload.prompt_tokens,
+                                                                                          pad]))]).tolist()
+        self._sched = np.zeros(nb + 1)  # cumulative requests scheduled (left WAITING) at bin edges
+        self._extra = np.zeros(nb)  # per bin: half a step in flight + the fixed part of a request's own step
+        # per bin, when the prefill backlog fills every step's budget: the step's length and its prefill room
+        self._sat_step = np.zeros(nb)
+        self._sat_room = np.zeros(nb)
+
+    def _init_fleet(self, initial_replicas: int) -> None:
         self.target = initial_replicas
         self.ready = initial_replicas
         self._starting: list[ReplicaLife] = []
         self._ready_heap: list[tuple[float, int, ReplicaLife]] = []
         self._ready_lives: list[ReplicaLife] = [self.lifecycle.add_ready(0.0) for _ in range(initial_replicas)]
+        self._drain_pool: list[list] = []  # [decoding, decode tokens left, life, completions/step] per replica
+        self.scale_events = 0
+
+    def _init_mix(self, workload: BinnedWorkload, serving: ServingProfile) -> None:
+        """The request mix's moments and what a replica's steps cost for it."""
         ps = workload.prompt_sample
         os_ = workload.output_sample
         self.mean_prompt = float(np.mean(ps))
@@ -94,24 +116,16 @@ class FluidFleet(LifecycleFacts):
         tokens = self.mean_prompt + 0.5 * float(np.mean(os_ * os_)) / max(1e-9, float(np.mean(os_)))
         self.seqs_per_replica = float(min(serving.max_num_seqs, serving.kv_cache_tokens / max(1.0, tokens)))
         self.tokens_per_request = tokens
-        s = serving
-        per_token = 1.0 / s.prefill_tokens_per_second
-        self._base = s.itl_base_seconds
+        per_token = 1.0 / serving.prefill_tokens_per_second
+        self._base = serving.itl_base_seconds
         # one prefill token (its share of the attention over its own prompt), one decode token (its context)
-        self._cp = per_token + s.attention_seconds_per_token_pair * (self.mean_prompt + 1.0) * 0.5
-        self._cd = per_token + s.itl_per_sequence_seconds + s.kv_read_seconds_per_token * tokens
-        self._budget = float(s.max_num_batched_tokens)
-        # prompt-token order of the requests: cumulative prompt tokens and requests at the bin edges
-        self._cum_tokens: list[float] = np.concatenate([[0.0], np.cumsum(np.concatenate([workload.prompt_tokens,
-                                                                                          pad]))]).tolist()
-        self._sched = np.zeros(nb + 1)  # cumulative requests scheduled (left WAITING) at bin edges
-        self._extra = np.zeros(nb)  # per bin: half a step in flight + the fixed part of a request's own step
-        self._per_prompt = np.full(nb, self._cp)  # per bin: seconds per prompt token of a request's own prefill
-        # per bin, when the prefill backlog fills every step's budget: the step's length and its prefill room
-        self._sat_step = np.zeros(nb)
-        self._sat_room = np.zeros(nb)
-        self._drain_pool: list[list] = []  # [decoding, decode tokens left, life, completions/step] per replica
-        # queue state
+        self._cp = per_token + serving.attention_seconds_per_token_pair * (self.mean_prompt + 1.0) * 0.5
+        self._cd = per_token + serving.itl_per_sequence_seconds + serving.kv_read_seconds_per_token * tokens
+        self._budget = float(serving.max_num_batched_tokens)
+        self._per_prompt = np.full(self.nbins, self._cp)  # per bin: seconds per prompt token of a request's prefill
+
+    def _init_queue(self, seed: int) -> None:
+        """The queue, the sequences in the engines and the counters, all empty."""
         self.waiting = 0.0
         self.waiting_prompt = 0.0
         self.waiting_output = 0.0
@@ -124,14 +138,12 @@ class FluidFleet(LifecycleFacts):
         self.processed_tokens = 0.0  # cumulative prompt tokens prefilled (the FIFO pointer)
         self.decoding = 0.0
         self.in_flight = 0.0
-        # counters
         self.prompt_total = 0.0
         self.gen_total = 0.0
         self.success_total = 0.0
         self.preempt_total = 0.0  # preemptions (recompute) at a full KV cache, vllm:num_preemptions_total
         self.queue_h = Histogram(REQUEST_LATENCY_BUCKETS)
         self.ttft_h = Histogram(TTFT_BUCKETS)
-        self.scale_events = 0
 
     # ---- public API (same as RequestFleet) --------------------------------------------------------
     @property

@@ -40,10 +40,53 @@ def _labels(d: dict[str, str]) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(d.items())) + "}"
 
 
+Sample = tuple[str, str, dict[str, str], float, float]  # (family, type, labels, timestamp, value)
+
+
+class _Replicas:
+    """Each replica's counters so far: tokens, requests, and the queue-time histogram's buckets and sum."""
+
+    def __init__(self, n: int) -> None:
+        self.prompt = np.zeros(n)
+        self.gen = np.zeros(n)
+        self.requests = np.zeros(n)
+        self.queue = np.zeros((n, len(REQUEST_LATENCY_BUCKETS) + 1))
+        self.queue_sum = np.zeros(n)
+
+    def serve(self, r: int, prompt: float, gen: float, n: int, spec: HistorySpec) -> tuple[float, float]:
+        """Replica `r` serves `n` requests this step; returns its (running, waiting) gauges."""
+        self.prompt[r] += prompt
+        self.gen[r] += gen
+        self.requests[r] += n
+        if not n:
+            return 0.0, 0.0
+        # Queueing: prefill work beyond one step's capacity waits; spread it over the step's requests.
+        step = spec.step_seconds
+        load = prompt / (spec.prompt_tokens_per_second * step)
+        wait = max(0.0, (load - 0.8) * step)
+        self.queue[r, int(np.searchsorted(REQUEST_LATENCY_BUCKETS, wait))] += n
+        self.queue_sum[r] += wait * n
+        return gen * spec.decode_seconds_per_token / step, max(0.0, load - 1.0) * n
+
+    def samples(self, r: int, base: dict[str, str], t: float, running: float, waiting: float) -> Iterator[Sample]:
+        yield "vllm:num_requests_running", "gauge", base, t, round(running, 3)
+        yield "vllm:num_requests_waiting", "gauge", base, t, round(waiting, 3)
+        yield "vllm:kv_cache_usage_perc", "gauge", base, t, min(1.0, round(running / 64, 4))
+        yield "vllm:prompt_tokens", "counter", base, t, float(self.prompt[r])
+        yield "vllm:generation_tokens", "counter", base, t, float(self.gen[r])
+        yield "vllm:request_success", "counter", {**base, "finished_reason": "stop"}, t, float(self.requests[r])
+        cum = np.cumsum(self.queue[r])
+        for j, le in enumerate(REQUEST_LATENCY_BUCKETS):
+            yield "vllm:request_queue_time_seconds", "histogram", {**base, "le": _fmt(le)}, t, float(cum[j])
+        yield "vllm:request_queue_time_seconds", "histogram", {**base, "le": "+Inf"}, t, float(cum[-1])
+        yield "vllm:request_queue_time_seconds", "histogram_count", base, t, float(cum[-1])
+        yield "vllm:request_queue_time_seconds", "histogram_sum", base, t, float(self.queue_sum[r])
+
+
 def replica_samples(
     arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray, start_epoch: float, spec: HistorySpec,
     replicas_at: Callable[[float], int],
-) -> Iterator[tuple[str, str, dict[str, str], float, float]]:
+) -> Iterator[Sample]:
     """(family, type, labels, timestamp, value) samples, family by family is NOT guaranteed: callers group.
 
     Samples are yielded per step for every replica that exists at that step.
@@ -52,12 +95,7 @@ def replica_samples(
     duration = float(arrival_s[-1]) if len(arrival_s) else 0.0
     nsteps = int(duration // step) + 2
     idx = np.minimum((arrival_s // step).astype(np.int64), nsteps - 1)
-    max_rep = max(replicas_at(k * step) for k in range(nsteps))
-    cum_prompt = np.zeros(max_rep)
-    cum_gen = np.zeros(max_rep)
-    cum_req = np.zeros(max_rep)
-    cum_queue = np.zeros((max_rep, len(REQUEST_LATENCY_BUCKETS) + 1))
-    queue_sum = np.zeros(max_rep)
+    fleet = _Replicas(max(replicas_at(k * step) for k in range(nsteps)))
     order = np.argsort(idx, kind="stable")
     bounds = np.searchsorted(idx[order], np.arange(nsteps + 1))
     seq = 0
@@ -66,60 +104,29 @@ def replica_samples(
         sel = order[bounds[k]:bounds[k + 1]]
         reps = (np.arange(seq, seq + len(sel)) % n_rep).astype(np.int64)
         seq += len(sel)
-        running = np.zeros(n_rep)
-        waiting = np.zeros(n_rep)
+        gauges = []
         for r in range(n_rep):
             mine = sel[reps == r]
-            p = float(prompt[mine].sum())
-            g = float(output[mine].sum())
-            cum_prompt[r] += p
-            cum_gen[r] += g
-            cum_req[r] += len(mine)
-            # Queueing: prefill work beyond one step's capacity waits; spread it over the step's requests.
-            load = p / (spec.prompt_tokens_per_second * step)
-            wait = max(0.0, (load - 0.8) * step) if len(mine) else 0.0
-            b = int(np.searchsorted(REQUEST_LATENCY_BUCKETS, wait))
-            cum_queue[r, b] += len(mine)
-            queue_sum[r] += wait * len(mine)
-            running[r] = g * spec.decode_seconds_per_token / step if len(mine) else 0.0
-            waiting[r] = max(0.0, load - 1.0) * len(mine)
+            gauges.append(fleet.serve(r, float(prompt[mine].sum()), float(output[mine].sum()), len(mine), spec))
         t = start_epoch + (k + 1) * step
-        for r in range(n_rep):
+        for r, (running, waiting) in enumerate(gauges):
             base = {"model_name": spec.model, "engine": "0", "namespace": spec.namespace,
                     "instance": f"replica-{r}", "job": "vllm"}
-            yield "vllm:num_requests_running", "gauge", base, t, round(float(running[r]), 3)
-            yield "vllm:num_requests_waiting", "gauge", base, t, round(float(waiting[r]), 3)
-            yield "vllm:kv_cache_usage_perc", "gauge", base, t, min(1.0, round(float(running[r]) / 64, 4))
-            yield "vllm:prompt_tokens", "counter", base, t, float(cum_prompt[r])
-            yield "vllm:generation_tokens", "counter", base, t, float(cum_gen[r])
-            yield "vllm:request_success", "counter", {**base, "finished_reason": "stop"}, t, float(cum_req[r])
-            cum = np.cumsum(cum_queue[r])
-            for j, le in enumerate(REQUEST_LATENCY_BUCKETS):
-                yield ("vllm:request_queue_time_seconds", "histogram", {**base, "le": _fmt(le)}, t,
-                       float(cum[j]))
-            yield "vllm:request_queue_time_seconds", "histogram", {**base, "le": "+Inf"}, t, float(cum[-1])
-            yield "vllm:request_queue_time_seconds", "histogram_count", base, t, float(cum[-1])
-            yield "vllm:request_queue_time_seconds", "histogram_sum", base, t, float(queue_sum[r])
+            yield from fleet.samples(r, base, t, running, waiting)
 
 
-def write_openmetrics(out: TextIO, samples: Iterable[tuple[str, str, dict[str, str], float, float]]) -> int:
+# The sample name of each type's lines: a counter's `_total`, a histogram's `_bucket`, `_count` and `_sum`.
+_SUFFIX = {"counter": "_total", "histogram": "_bucket", "histogram_count": "_count", "histogram_sum": "_sum"}
+
+
+def write_openmetrics(out: TextIO, samples: Iterable[Sample]) -> int:
     """Write samples grouped by family (OpenMetrics requires each family's lines together), `# EOF`
     terminated. Returns the number of sample lines."""
     families: dict[str, tuple[str, list[str]]] = {}
     for fam, kind, labels, t, v in samples:
         base_kind = "histogram" if kind.startswith("histogram") else kind
         lines = families.setdefault(fam, (base_kind, []))[1]
-        if kind == "counter":
-            name = fam + "_total"
-        elif kind == "histogram":
-            name = fam + "_bucket"
-        elif kind == "histogram_count":
-            name = fam + "_count"
-        elif kind == "histogram_sum":
-            name = fam + "_sum"
-        else:
-            name = fam
-        lines.append(f"{name}{_labels(labels)} {_fmt(v)} {t:.3f}")
+        lines.append(f"{fam}{_SUFFIX.get(kind, '')}{_labels(labels)} {_fmt(v)} {t:.3f}")
     n = 0
     for fam, (kind, lines) in families.items():
         out.write(f"# TYPE {fam} {kind}\n")

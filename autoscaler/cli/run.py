@@ -7,11 +7,15 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from autoscaler.cli.params import PORT, count, seconds
 from autoscaler.policy import DAY, HOUR
+
+if TYPE_CHECKING:
+    from autoscaler.controller.manager import Controller
 
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -180,17 +184,27 @@ def run(
         raise click.ClickException(str(e)) from None
     holder["c"] = controller
     if once:
-        # urllib3 logs each retry of a refused connection; the one-line error below says it all.
-        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-        try:
-            report = controller.run_once()
-        except Exception as e:
-            message = _api_failure(e, getattr(getattr(api, "configuration", None), "host", "?"))
-            if message is None:
-                raise
-            raise click.ClickException(message) from None
-        log.info("one tick done", extra=report.log_fields())
-        sys.exit(1 if report.errors else 0)
+        _one_tick(controller, api, log)
+    _until_signalled(controller, log)
+
+
+def _one_tick(controller: Controller, api: object, log: logging.Logger) -> NoReturn:
+    """`--once`: sync, one tick, exit 1 if any policy failed; an unreachable API server is one line."""
+    # urllib3 logs each retry of a refused connection; the one-line error below says it all.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    try:
+        report = controller.run_once()
+    except Exception as e:
+        message = _api_failure(e, getattr(getattr(api, "configuration", None), "host", "?"))
+        if message is None:
+            raise
+        raise click.ClickException(message) from None
+    log.info("one tick done", extra=report.log_fields())
+    sys.exit(1 if report.errors else 0)
+
+
+def _until_signalled(controller: Controller, log: logging.Logger) -> None:
+    """Run the controller until SIGTERM or SIGINT asks it to stop."""
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
         log.info("signal %s: shutting down", signal.Signals(signum).name)

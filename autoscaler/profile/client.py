@@ -10,6 +10,7 @@ a response size cap; failures are results (with a one-line error), never excepti
 from __future__ import annotations
 
 import asyncio
+import json as json_module
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -129,31 +130,50 @@ async def _stream(client: httpx.AsyncClient, ep: Endpoint, body: dict[str, Any],
     return Result(t0, True, None, ttft, e2e, itl, prompt_tokens, out, usage)
 
 
+# What `/tokenize` and `/v1/models` may answer: a count, or a list of models; far below this.
+SMALL_BODY = 1 << 20
+SMALL_TIMEOUT = 10.0  # seconds for the whole call
+
+
+async def small_json(client: httpx.AsyncClient, method: str, url: str, *, json: Any = None,
+                     limit: int = SMALL_BODY) -> Any:
+    """The JSON body of a 200 answer, read to at most `limit` bytes (None past it, or on any other status);
+    10 s for the whole call. The body is streamed, so a server that sends more is cut off, not buffered."""
+    return await asyncio.wait_for(_read_small(client, method, url, json, limit), SMALL_TIMEOUT)
+
+
+async def _read_small(client: httpx.AsyncClient, method: str, url: str, json: Any, limit: int) -> Any:
+    async with client.stream(method, url, json=json, timeout=SMALL_TIMEOUT) as r:
+        if r.status_code != 200:
+            return None
+        body = bytearray()
+        async for chunk in r.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                return None
+    return json_module.loads(body)
+
+
 async def tokens_per_word(client: httpx.AsyncClient, base_url: str, model: str, sample: str) -> float | None:
     """Tokens per word of `sample` from vLLM's `/tokenize`, or None when the server has none."""
     try:
-        r = await client.post(base_url.rstrip("/") + "/tokenize", json={"model": model, "prompt": sample},
-                              timeout=10.0)
-        if r.status_code != 200 or len(r.content) > (8 << 20):
-            return None
-        obj = r.json()
-        count = obj.get("count") if isinstance(obj, dict) else None
-        if not isinstance(count, int) or count <= 0:
-            return None
-        return count / max(1, len(sample.split()))
-    except (httpx.HTTPError, ValueError):
+        obj = await small_json(client, "POST", base_url.rstrip("/") + "/tokenize",
+                               json={"model": model, "prompt": sample})
+    except (httpx.HTTPError, ValueError, TimeoutError, asyncio.TimeoutError):
         return None
+    count = obj.get("count") if isinstance(obj, dict) else None
+    if not isinstance(count, int) or count <= 0:
+        return None
+    return count / max(1, len(sample.split()))
 
 
 async def served_model(client: httpx.AsyncClient, base_url: str) -> str | None:
     """The first model `/v1/models` lists (None if it lists none or cannot be read)."""
     try:
-        r = await client.get(base_url.rstrip("/") + "/v1/models", timeout=10.0)
-        if r.status_code != 200 or len(r.content) > (8 << 20):
-            return None
-        data = r.json().get("data")
-        if isinstance(data, list) and data and isinstance(data[0], dict) and isinstance(data[0].get("id"), str):
-            return str(data[0]["id"])
-    except (httpx.HTTPError, ValueError, AttributeError):
+        obj = await small_json(client, "GET", base_url.rstrip("/") + "/v1/models")
+    except (httpx.HTTPError, ValueError, TimeoutError, asyncio.TimeoutError):
         return None
+    data = obj.get("data") if isinstance(obj, dict) else None
+    if isinstance(data, list) and data and isinstance(data[0], dict) and isinstance(data[0].get("id"), str):
+        return str(data[0]["id"])
     return None

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
 
-from autoscaler.profile.client import Endpoint, Result, payload, timed_request
+from autoscaler.profile.client import (
+    SMALL_BODY,
+    Endpoint,
+    Result,
+    payload,
+    served_model,
+    timed_request,
+    tokens_per_word,
+)
 
 
 class _Body(httpx.AsyncByteStream):
@@ -95,3 +103,58 @@ def test_the_request_asks_for_usage_and_exact_lengths() -> None:
     assert body["max_tokens"] == body["min_tokens"] == 7 and body["ignore_eos"] is True
     plain = payload(Endpoint("http://x", "m", vllm_hints=False), "hi", 7)
     assert plain["prompt"] == "hi" and "ignore_eos" not in plain and "min_tokens" not in plain
+
+
+class _Endless(httpx.AsyncByteStream):
+    """A body that never ends: 64 KiB chunks, counted as they are taken."""
+
+    def __init__(self, chunk: bytes) -> None:
+        self.chunk, self.sent = chunk, 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while True:
+            self.sent += 1
+            yield self.chunk
+
+
+def _ask(answer: Callable[[], httpx.Response]) -> tuple[str | None, float | None]:
+    async def go() -> tuple[str | None, float | None]:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(lambda _req: answer())) as c:
+            return await served_model(c, "http://x"), await tokens_per_word(c, "http://x", "m", "a b c d")
+
+    return asyncio.run(go())
+
+
+def test_model_and_tokenizer_answers_are_read() -> None:
+    both = {"data": [{"id": "llama"}], "count": 6}
+    assert _ask(lambda: httpx.Response(200, json=both)) == ("llama", 1.5)
+    assert _ask(lambda: httpx.Response(404, json=both)) == (None, None)
+    assert _ask(lambda: httpx.Response(200, content=b"not json")) == (None, None)
+    assert _ask(lambda: httpx.Response(200, json={"data": "x", "count": -1})) == (None, None)
+
+
+def test_an_endless_answer_is_cut_off_at_the_size_limit() -> None:
+    """/v1/models and /tokenize used to read the whole body before checking its size."""
+    bodies: list[_Endless] = []
+
+    def endless() -> httpx.Response:
+        bodies.append(_Endless(b" " * 65536))
+        return httpx.Response(200, stream=bodies[-1])
+
+    assert _ask(endless) == (None, None)
+    # Each call stops past SMALL_BODY (1 MiB = 16 chunks of 64 KiB), within a chunk or two.
+    assert len(bodies) == 2 and all(b.sent <= SMALL_BODY // 65536 + 2 for b in bodies), [b.sent for b in bodies]
+
+
+def test_a_silent_server_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("autoscaler.profile.client.SMALL_TIMEOUT", 0.2)  # the 10-s bound, shortened
+
+    async def never(_req: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async def go() -> object:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(never)) as c:
+            return await asyncio.wait_for(served_model(c, "http://x"), 30)
+
+    assert asyncio.run(go()) is None

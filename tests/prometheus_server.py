@@ -9,9 +9,11 @@ from __future__ import annotations
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -36,7 +38,8 @@ class PrometheusProcess:
     """One Prometheus server process; `stop`/`kill`/`start` may be repeated on the same port and TSDB."""
 
     def __init__(self, config: str, workdir: Path, *, port: int | None = None, retention: str = "1d",
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), tls: tuple[Path, Path, Path] | None = None) -> None:
+        """`tls`: (CA bundle, server certificate, its key): serve HTTPS only (`--web.config.file`)."""
         self.binary = require_binary("prometheus")
         self.port = port or free_port()
         self.workdir = workdir
@@ -47,12 +50,22 @@ class PrometheusProcess:
         self.storage.mkdir(parents=True, exist_ok=True)
         self.retention = retention
         self.extra_args = extra_args
+        self.ca_file: Path | None = None
+        if tls is not None:
+            self.ca_file, cert, key = tls
+            web = workdir / "web.yml"
+            web.write_text(f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n")
+            self.extra_args = (*extra_args, f"--web.config.file={web}")
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "prometheus.log"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ca_file else 'http'}://127.0.0.1:{self.port}"
+
+    def _get(self, path: str, **kwargs: Any) -> httpx.Response:
+        verify = ssl.create_default_context(cafile=str(self.ca_file)) if self.ca_file else True
+        return httpx.get(self.url + path, verify=verify, **kwargs)
 
     def start(self, timeout: float = 30.0) -> None:
         log = self.log_path.open("ab")
@@ -67,7 +80,7 @@ class PrometheusProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"prometheus exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                if httpx.get(self.url + "/-/ready", timeout=0.5).status_code == 200:
+                if self._get("/-/ready", timeout=0.5).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -95,7 +108,7 @@ class PrometheusProcess:
         self.proc = None
 
     def query(self, promql: str) -> list[dict[str, object]]:
-        r = httpx.get(self.url + "/api/v1/query", params={"query": promql}, timeout=5)
+        r = self._get("/api/v1/query", params={"query": promql}, timeout=5)
         r.raise_for_status()
         result: list[dict[str, object]] = r.json()["data"]["result"]
         return result

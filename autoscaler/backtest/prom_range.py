@@ -22,6 +22,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from autoscaler.sources.prom_api import SourceError, answer_data
+from autoscaler.sources.prom_auth import AuthError, PromAuth
 
 PATH = "/api/v1/query_range"
 MAX_POINTS = 10_000  # steps per request; Prometheus refuses more than 11,000 points per series
@@ -31,11 +32,17 @@ class _BoundedSession(requests.Session):
     """A requests session whose answers are read at most `max_bytes` deep and checked as Prometheus
     answers before the library sees them (so the library only ever parses a successful matrix)."""
 
-    def __init__(self, url: str, max_bytes: int) -> None:
+    def __init__(self, url: str, max_bytes: int, auth: PromAuth) -> None:
         super().__init__()
-        self.url, self.max_bytes = url, max_bytes
+        self.url, self.max_bytes, self.prom_auth = url, max_bytes, auth
+        auth.verify()  # a CA bundle that cannot be read is one line now, not a TLS error later
+        self.verify = str(auth.ca_file) if auth.ca_file is not None else True
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        try:
+            request.headers.update(self.prom_auth.request_headers())  # the token as its file holds it now
+        except AuthError as e:
+            raise SourceError("auth", str(e)) from None
         kwargs["stream"] = True  # the body is read here, chunk by chunk, up to the cap
         r = super().send(request, **kwargs)
         body = bytearray()
@@ -59,12 +66,13 @@ class PrometheusRange:
     """Range queries against one Prometheus. `timeout_seconds` bounds connect, read and the server-side
     evaluation; `max_bytes` caps a response body."""
 
-    def __init__(self, url: str, *, timeout_seconds: float = 5.0, max_bytes: int = 64 << 20) -> None:
+    def __init__(self, url: str, *, timeout_seconds: float = 5.0, max_bytes: int = 64 << 20,
+                 auth: PromAuth | None = None) -> None:
         self.url = url.rstrip("/")
         self.timeout_seconds = timeout_seconds
         self.max_bytes = max_bytes
         self.requests = 0
-        self._session = _BoundedSession(self.url, max_bytes)
+        self._session = _BoundedSession(self.url, max_bytes, auth or PromAuth())
         self._prom = PrometheusConnect(
             self.url, session=self._session, retry=Retry(total=0, read=False),
             timeout=(min(2.0, timeout_seconds), timeout_seconds),  # type: ignore[arg-type]  # requests' (connect, read)

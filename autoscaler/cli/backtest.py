@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import click
 
 from autoscaler.cli.params import seconds
+from autoscaler.cli.prom_flags import prometheus_auth, prometheus_auth_options
 from autoscaler.policy import DAY, HOUR
 from autoscaler.strictjson import dumps_strict
 
@@ -50,8 +51,11 @@ def _iso_time(raw: str, flag: str | None) -> float:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="write backtest.json and backtest.png here")
 @click.option("--timeout", type=seconds(0.1, HOUR, lo_open=False), default=30.0, show_default=True,
               help="seconds one Prometheus query may take")
+@prometheus_auth_options
 def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_seconds: float, window: str,
-             namespace_label: str, as_json: bool, out_dir: str | None, timeout: float) -> None:
+             namespace_label: str, as_json: bool, out_dir: str | None, timeout: float,
+             prometheus_bearer_token_file: str | None, prometheus_ca_file: str | None,
+             prometheus_headers: tuple[str, ...]) -> None:
     """Replay the decision core over a model's history and compare with the replicas that ran."""
     from autoscaler.backtest import fetch_history, replay
     from autoscaler.backtest.history import grid_steps
@@ -79,7 +83,8 @@ def backtest(prometheus_url: str, policy_file: str, start: str, end: str, step_s
         builder = PromQLBuilder(namespace_label=namespace_label or None, window=window)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--window") from None
-    api = PrometheusRange(prometheus_url, timeout_seconds=timeout)
+    auth = prometheus_auth(prometheus_bearer_token_file, prometheus_ca_file, prometheus_headers)
+    api = PrometheusRange(prometheus_url, timeout_seconds=timeout, auth=auth)
     try:
         history = fetch_history(api, policy, t0, t1, step_seconds, builder)
     except SourceError as e:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from autoscaler.cli.params import PORT, count, seconds
+from autoscaler.cli.prom_flags import prometheus_auth, prometheus_auth_options
 from autoscaler.policy import DAY, HOUR
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ def _own_namespace() -> str:
     help="a Prometheus a policy's spec.metrics.prometheus.url may name (repeatable); "
     "--prometheus-url is always allowed, any other URL is refused for that policy",
 )
+@prometheus_auth_options
 @click.option(
     "--rate-window",
     default="1m",
@@ -129,6 +131,9 @@ def run(
     namespaces: str,
     prometheus_url: str | None,
     prometheus_allowed_urls: tuple[str, ...],
+    prometheus_bearer_token_file: str | None,
+    prometheus_ca_file: str | None,
+    prometheus_headers: tuple[str, ...],
     rate_window: str,
     metrics_port: int,
     health_port: int,
@@ -153,6 +158,9 @@ def run(
 
     jsonlog.setup(log_level, log_format == "json")
     log = logging.getLogger("autoscaler.run")
+    auth = prometheus_auth(prometheus_bearer_token_file, prometheus_ca_file, prometheus_headers)  # flags first
+    if auth.configured:
+        log.info("prometheus credentials", extra=dict(auth.describe()))
     try:
         cfg = ControllerConfig(
             namespaces=[n.strip() for n in namespaces.split(",") if n.strip()],
@@ -175,7 +183,7 @@ def run(
     holder: dict[str, Controller] = {}
     try:
         source = build_source(prometheus_url, lambda key: holder["c"].pod_addresses(key), rate_window,
-                              prometheus_allowed_urls)
+                              prometheus_allowed_urls, auth)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--rate-window") from None
     try:

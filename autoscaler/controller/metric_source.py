@@ -16,6 +16,7 @@ from autoscaler.core.signals import Signals
 from autoscaler.policy import ModelScalingPolicy
 from autoscaler.sources.base import MetricsSource
 from autoscaler.sources.failover import FailoverMetricsSource
+from autoscaler.sources.prom_auth import PromAuth
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 from autoscaler.sources.promql import PromQLBuilder
 from autoscaler.sources.scrape import ScrapeMetricsSource
@@ -46,14 +47,17 @@ class RoutedSource:
 
 
 def build_source(prometheus_url: str | None, pod_addresses: Callable[[str], list[str]],
-                 rate_window: str = "1m", allowed_prometheus_urls: Sequence[str] = ()) -> MetricsSource:
+                 rate_window: str = "1m", allowed_prometheus_urls: Sequence[str] = (),
+                 prometheus_auth: PromAuth | None = None) -> MetricsSource:
     """`allowed_prometheus_urls`: the URLs a policy's own `spec.metrics.prometheus.url` may name, besides
-    `prometheus_url` (any other is refused for that policy: the controller sends no request there)."""
+    `prometheus_url` (any other is refused for that policy: the controller sends no request there).
+    `prometheus_auth` applies to every one of them."""
     builder = PromQLBuilder(window=rate_window)  # raises ValueError naming the accepted form
     # Both sources read their rates over the same window, so a failover changes no signal's meaning.
     scrape = ScrapeMetricsSource(lambda policy: pod_addresses(policy.key), window_seconds=builder.window_seconds)
     allowed = [*allowed_prometheus_urls, *([prometheus_url] if prometheus_url else [])]
-    prom = PrometheusMetricsSource(prometheus_url or _NO_DEFAULT, builder=builder, allowed_urls=allowed)
+    prom = PrometheusMetricsSource(prometheus_url or _NO_DEFAULT, builder=builder, allowed_urls=allowed,
+                                   auth=prometheus_auth)
     return RoutedSource(FailoverMetricsSource(prom, scrape), scrape, bool(prometheus_url))
 
 

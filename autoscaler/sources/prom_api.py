@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from autoscaler.sources.prom_auth import AuthError, PromAuth
 from autoscaler.sources.telemetry import ErrorKind
 
 
@@ -138,14 +139,15 @@ class PrometheusAPI:
     `max_bytes` caps a response body."""
 
     def __init__(self, url: str, *, timeout_seconds: float = 5.0, max_bytes: int = DEFAULT_MAX_BYTES,
-                 client: httpx.Client | None = None) -> None:
+                 client: httpx.Client | None = None, auth: PromAuth | None = None) -> None:
         self.url = url.rstrip("/")
         self.timeout_seconds = timeout_seconds
         self.max_bytes = max_bytes
+        self.auth = auth or PromAuth()
         # The whole request (connect, evaluation, reading the body) ends within this many seconds.
         self.deadline_seconds = timeout_seconds * 1.5
         timeout = httpx.Timeout(timeout_seconds, connect=min(2.0, timeout_seconds))
-        self._client = client or httpx.Client(timeout=timeout)
+        self._client = client or httpx.Client(timeout=timeout, verify=self.auth.verify())
         self.requests = 0
 
     def close(self) -> None:
@@ -156,7 +158,11 @@ class PrometheusAPI:
         self.requests += 1
         deadline = time.monotonic() + self.deadline_seconds
         try:
-            with self._client.stream("POST", self.url + path, data=form, headers=_HEADERS) as r:
+            headers = {**_HEADERS, **self.auth.request_headers()}
+        except AuthError as e:
+            raise SourceError("auth", str(e)) from None
+        try:
+            with self._client.stream("POST", self.url + path, data=form, headers=headers) as r:
                 encoding = r.headers.get("content-encoding", "identity").strip().lower()
                 if encoding not in ("", "identity"):
                     raise SourceError("bad_payload", f"{self.url}{path}: compressed answer ({encoding[:40]})")

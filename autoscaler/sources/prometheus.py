@@ -39,6 +39,7 @@ from autoscaler.sources.histogram import latency_histogram, parse_le, quantile_o
 from autoscaler.sources.lastknown import LastKnown
 from autoscaler.sources.plausible import in_range, plausible
 from autoscaler.sources.prom_api import DEFAULT_MAX_BYTES, PrometheusAPI, Sample, SourceError
+from autoscaler.sources.prom_auth import PromAuth
 from autoscaler.sources.promql import FRESHNESS, GroupKey, PlannedQuery, PromQLBuilder, bad_label_names
 from autoscaler.sources.telemetry import ErrorKind, SourceTelemetry, telemetry_for
 from autoscaler.sources.urls import normalize_url
@@ -72,6 +73,7 @@ class PrometheusMetricsSource:
         api_factory: Callable[[str], PrometheusAPI] | None = None,
         allowed_urls: Iterable[str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_BYTES,
+        auth: PromAuth | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.builder = builder or PromQLBuilder()
@@ -79,7 +81,7 @@ class PrometheusMetricsSource:
         self.max_parallel_queries = max(1, max_parallel_queries)
         self.telemetry = telemetry or telemetry_for(registry)
         self._api_factory = api_factory or (
-            lambda u: PrometheusAPI(u, timeout_seconds=timeout_seconds, max_bytes=max_response_bytes))
+            lambda u: PrometheusAPI(u, timeout_seconds=timeout_seconds, max_bytes=max_response_bytes, auth=auth))
         self.allowed_urls = None if allowed_urls is None else (
             frozenset(normalize_url(u) for u in allowed_urls) | {normalize_url(self.url)})
         self._apis: dict[str, PrometheusAPI] = {}

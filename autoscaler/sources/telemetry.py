@@ -26,6 +26,7 @@ ErrorKind = Literal[
     "connect",  # connection refused / DNS / reset
     "timeout",  # connect/read timeout or the total deadline (slow-loris)
     "http_status",  # a non-2xx answer
+    "auth",  # a credential the client could not read (the bearer token file); a 401/403 is http_status
     "bad_payload",  # not JSON, not the Prometheus envelope, or an error status inside it
     "too_large",  # a response over the size cap
     "parse_error",  # exposition text that does not parse

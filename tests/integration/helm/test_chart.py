@@ -38,6 +38,10 @@ NON_DEFAULT = {
                       "metricsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}}}]},
     "serviceAccount": {"create": False, "name": "autoscaler-sa"},
     "warmCapacity": {"enabled": True, "namespaces": ["team-b"], "servingPriorityClass": {"create": True}},
+    "prometheusAuth": {"bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                       "caFile": "/etc/prometheus-ca/service-ca.crt", "headers": {"X-Scope-OrgID": "team-a"}},
+    "extraVolumes": [{"name": "prometheus-ca", "configMap": {"name": "prometheus-ca"}}],
+    "extraVolumeMounts": [{"name": "prometheus-ca", "mountPath": "/etc/prometheus-ca", "readOnly": True}],
 }
 
 
@@ -331,6 +335,40 @@ def test_prometheus_allow_list_and_bind_address_reach_the_controller(tmp_path):
     args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not any(a.startswith("--prometheus-allowed-url") for a in args)  # default: prometheusUrl only
     assert "--rate-window=1m" in args  # the controller's default, stated
+
+
+def test_prometheus_credentials_reach_the_controller_as_flags_it_accepts(tmp_path):
+    import click
+
+    from autoscaler.cli import main
+    from autoscaler.sources.prom_auth import parse_header
+
+    _, docs = render(tmp_path, NON_DEFAULT)
+    pod = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    assert "--prometheus-bearer-token-file=/var/run/secrets/kubernetes.io/serviceaccount/token" in args
+    assert "--prometheus-ca-file=/etc/prometheus-ca/service-ca.crt" in args
+    assert "--prometheus-header=X-Scope-OrgID: team-a" in args
+    assert {"name": "prometheus-ca", "mountPath": "/etc/prometheus-ca", "readOnly": True} in (
+        pod["containers"][0]["volumeMounts"])
+    assert {"name": "prometheus-ca", "configMap": {"name": "prometheus-ca"}} in pod["volumes"]
+    with click.Context(main) as ctx:  # the controller's own parser reads the rendered arguments
+        command = main.get_command(ctx, "run")
+        assert command is not None
+        parsed = command.make_context("run", args[1:]).params
+    assert parsed["prometheus_ca_file"] == "/etc/prometheus-ca/service-ca.crt"
+    assert [parse_header(h) for h in parsed["prometheus_headers"]] == [("X-Scope-OrgID", "team-a")]
+    _, docs = render(tmp_path)
+    args = by_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not any(a.startswith(("--prometheus-bearer", "--prometheus-ca", "--prometheus-header")) for a in args)
+
+
+@pytest.mark.parametrize("auth", [{"headers": {"Authorization": "Bearer x"}}, {"headers": {"host": "x"}},
+                                  {"headers": {"X-Tenant": "a\nb"}}, {"bearerTokenFile": "token"},
+                                  {"caFile": "relative/ca.pem"}, {"token": "x"}])
+def test_the_schema_refuses_credentials_the_controller_would_refuse(tmp_path, auth):
+    err = _template_fails(tmp_path, {"prometheusAuth": auth})
+    assert "prometheusAuth" in err or "invalid propertyName" in err, err  # helm names no path for the latter
 
 
 def test_the_rate_window_reaches_the_controller_and_the_schema_refuses_a_non_duration(tmp_path):

@@ -289,7 +289,9 @@ def _missing_message(action: str, desired: int, current: int, top: int) -> str:
                 f"({top}), a configured bound applied even on unknown data")
     return (f"demand metrics missing or stale: {action} -> {desired}"
             + (f" (up from {current}: floor/fallback)" if desired > current else "")
-            + " (never scale down on unknown data)")
+            + " (never scale down on unknown data)"
+            + ("; at 0 replicas no engine reports demand: a floorSchedule window or a manual scale brings the "
+               "first replica back" if desired == 0 else ""))
 
 
 def _message(reason: Reason, desired: int, current: int, binding: str, raw: int, stuck: int, top: int,

@@ -48,6 +48,16 @@ def test_a_single_queue_spike_is_not_extrapolated_as_demand() -> None:
     assert r2.decision.components["projected_backlog_work"] == 0
 
 
+def test_at_zero_replicas_the_hold_says_what_brings_the_first_replica_back() -> None:
+    """At 0 replicas no engine reports demand; the hold must not read like an ordinary metrics outage."""
+    pol = policy(replicas={"min": 0, "max": 4})
+    r = run(pol, Signals(replicas=ReplicaCounts(desired=0, ready=0)))
+    assert r.decision.desired_replicas == 0 and r.decision.reason is Reason.METRICS_MISSING
+    assert "no engine reports demand" in r.decision.message and "floorSchedule" in r.decision.message
+    r = run(pol, signals(work=0.0, desired=2, age=600.0))  # an outage at 2 replicas says nothing of zero
+    assert r.decision.desired_replicas == 2 and "no engine reports demand" not in r.decision.message
+
+
 def test_stale_demand_never_scales_down_and_holds() -> None:
     pol = policy()
     r = run(pol, signals(work=0.0, desired=10, age=600.0))

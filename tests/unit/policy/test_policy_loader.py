@@ -152,3 +152,22 @@ def test_fuzz_truncated_and_corrupted_documents(cut: int, junk: str) -> None:
         load_policies_text(GOOD[:cut] + junk + GOOD[cut:])
     except PolicyError as e:
         assert e.problems
+
+
+@pytest.mark.parametrize(("extra", "cycle"), [
+    ("  replicas: {min: 0, max: 4}\n", False),
+    ("  replicas: {min: 0, max: 4}\n  onMissingMetrics: {action: fixed, replicas: 1}\n", True),
+    ("  replicas: {min: 0, max: 4}\n  onMissingMetrics: {action: floor}\n", True),
+])
+def test_validate_notes_a_floor_of_zero_and_still_accepts_it(tmp_path: Path, extra: str, cycle: bool) -> None:
+    """At 0 replicas no engine reports demand: validate says what brings the first replica back."""
+    f = tmp_path / "zero.yaml"
+    f.write_text(GOOD + extra)
+    res = CliRunner().invoke(main, ["validate", str(f)])
+    assert res.exit_code == 0, res.output
+    note = [line for line in res.output.splitlines() if ": note: " in line]
+    assert len(note) == 1 and "replicas.min is 0" in note[0] and "floorSchedule window" in note[0]
+    assert ("cycles 0 -> 1 -> 0" in note[0]) is cycle
+    plain = tmp_path / "one.yaml"
+    plain.write_text(GOOD)
+    assert ": note: " not in CliRunner().invoke(main, ["validate", str(plain)]).output

@@ -151,3 +151,22 @@ def test_describe_never_holds_the_token(tmp_path: Path) -> None:
     token.write_text("secret-value")
     described = json.dumps(dict(PromAuth.from_settings(str(token), None, ["X-Scope-OrgID: t"]).describe()))
     assert "secret-value" not in described and "X-Scope-OrgID" in described
+
+
+def test_the_charts_schema_reserves_the_same_header_names() -> None:
+    """values.schema.json refuses at `helm install` the header names the controller refuses at start."""
+    import re
+
+    from autoscaler.sources.prom_auth import _RESERVED
+
+    schema = json.loads((Path(__file__).resolve().parents[3] / "charts" / "inference-autoscaler" /
+                         "values.schema.json").read_text())
+    names = schema["properties"]["prometheusAuth"]["properties"]["headers"]["propertyNames"]
+    reserved = re.compile(names["not"]["pattern"])
+    for name in _RESERVED:
+        for spelling in (name, name.upper(), name.title()):
+            assert reserved.search(spelling), spelling
+            with pytest.raises(AuthError):
+                parse_header(f"{spelling}: x")
+    for fine in ("X-Scope-OrgID", "X-Authorization-Hint", "Hostname"):
+        assert not reserved.search(fine) and parse_header(f"{fine}: x")[0] == fine

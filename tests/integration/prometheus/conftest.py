@@ -8,6 +8,8 @@ installed the tests fail with the command that installs it: they never skip sile
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from simulations.profiles import COLD_START_PROFILES, ServingProfile
 from simulations.trace import Trace
 from tests.prometheus_server import PrometheusProcess, emulator_scrape_config
 
-__all__ = ["MODEL", "REPLICAS", "PrometheusProcess", "scrape_config"]
+__all__ = ["MODEL", "REPLICAS", "PrometheusProcess", "scrape_config", "scraping_prometheus"]
 
 pytestmark = pytest.mark.integration
 
@@ -51,12 +53,20 @@ def emulator() -> Iterator[EmulatorServer]:
     server.stop()
 
 
-@pytest.fixture(scope="package")
-def prometheus(emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProcess]:
-    prom = PrometheusProcess(scrape_config(emulator), tmp_path_factory.mktemp("prometheus"))
+@contextmanager
+def scraping_prometheus(emulator: EmulatorServer, folder: Path,
+                        tls: tuple[Path, Path, Path] | None = None) -> Iterator[PrometheusProcess]:
+    """A Prometheus scraping the emulator, once it has every replica's queue gauge; stopped after."""
+    prom = PrometheusProcess(scrape_config(emulator), folder, tls=tls)
     prom.start()
     try:
         prom.wait_for("vllm:num_requests_waiting", n=REPLICAS)
         yield prom
     finally:
         prom.stop()
+
+
+@pytest.fixture(scope="package")
+def prometheus(emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProcess]:
+    with scraping_prometheus(emulator, tmp_path_factory.mktemp("prometheus")) as prom:
+        yield prom

@@ -24,7 +24,7 @@ from autoscaler.emulator.server import EmulatorServer
 from autoscaler.sources.prom_api import PrometheusAPI, SourceError
 from autoscaler.sources.prom_auth import PromAuth
 
-from .conftest import MODEL, REPLICAS, PrometheusProcess, scrape_config
+from .conftest import MODEL, REPLICAS, PrometheusProcess, scraping_prometheus
 
 pytestmark = pytest.mark.integration
 
@@ -65,13 +65,8 @@ def make_tls(folder: Path) -> tuple[Path, Path, Path]:
 @pytest.fixture(scope="module")
 def tls_prometheus(emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProcess]:
     folder = tmp_path_factory.mktemp("prometheus-tls")
-    prom = PrometheusProcess(scrape_config(emulator), folder, tls=make_tls(folder))
-    prom.start()
-    try:
-        prom.wait_for("vllm:num_requests_waiting", n=REPLICAS)
+    with scraping_prometheus(emulator, folder, tls=make_tls(folder)) as prom:
         yield prom
-    finally:
-        prom.stop()
 
 
 def test_with_the_ca_file_both_clients_read_the_series(tls_prometheus: PrometheusProcess) -> None:

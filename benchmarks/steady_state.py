@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=WORKERS, default=2)
     ap.add_argument("--per-day", action="store_true", help="also a row per day")
     ap.add_argument("--days", type=arg_count(2, 366), default=None,
-                    help="only days 1..N (N ≥ 2; default: every day in DIR)")
+                    help="only days 1..N (N ≥ 2: day 1 alone carries nothing; default: every day in DIR)")
     ap.add_argument("--log", type=Path, default=None,
                     help="write each replay's decision log here (NAME-dN-carried.jsonl, NAME-dN-fresh.jsonl)")
     a = ap.parse_args(argv)

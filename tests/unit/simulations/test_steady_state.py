@@ -93,9 +93,9 @@ def test_the_table_counts_days_at_99_and_compares_the_later_days() -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["DIR", "--priors-scale", "-1"], "--priors-scale must be > 0"),
+    (["DIR", "--priors-scale", "-1"], "argument --priors-scale: '-1' is not a finite number in [0.1, 10]"),
     (["DIR"], "no day variants"),
-    (["DIR", "--days", "1"], "--days must be at least 2"),
+    (["DIR", "--days", "1"], "argument --days: '1' is not in 2..366"),
 ])
 def test_bad_input_names_itself(args: list[str], message: str, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,7 +31,7 @@ def test_the_replay_is_the_bench_cell_and_its_parts_add_up() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--scenarios", "nope"], "--scenarios: unknown nope"),
-    (["--priors-scale", "0"], "--priors-scale must be > 0"),
+    (["--priors-scale", "0"], "argument --priors-scale: '0' is not a finite number in [0.1, 10]"),
 ])
 def test_bad_flags_name_themselves(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:

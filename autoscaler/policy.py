@@ -461,21 +461,6 @@ class PolicySpec(_Spec):
         return self
 
 
-def notes(spec: PolicySpec) -> list[str]:
-    """Settings that are valid but rarely do what was meant: one line each, naming the field (`validate`
-    prints them; the policy is accepted)."""
-    out: list[str] = []
-    if spec.replicas.min == 0:
-        cycle = spec.on_missing_metrics.action != "hold" and (
-            spec.on_missing_metrics.action == "floor" or (spec.on_missing_metrics.replicas or 0) >= 1)
-        out.append("replicas.min is 0: at 0 replicas no engine reports demand, so requests arriving then are not "
-                   "seen and only a floorSchedule window (or a manual scale) brings the first replica back"
-                   + ("; with this onMissingMetrics the policy instead cycles 0 -> 1 -> 0 while idle" if cycle
-                      else "") + ". Scaling up from zero needs a demand signal in front of the engines, which "
-                   "this controller does not read; use min 1 for a model that must answer at any time")
-    return out
-
-
 class ObjectMeta(BaseModel):
     """The part of Kubernetes metadata a policy file uses; the API server adds the rest."""
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from autoscaler.policy import notes
+from autoscaler.core.stages.missing import zero_floor_note
 from autoscaler.policy_loader import PolicyError, load_policy_file
 
 
@@ -25,7 +25,7 @@ def validate(files: tuple[str, ...]) -> None:
             continue
         for pol in policies:
             click.echo(f"{f}: ok ({pol.key} -> {pol.spec.target_ref.kind}/{pol.spec.target_ref.name})")
-            for note in notes(pol.spec):
+            if (note := zero_floor_note(pol.spec)) is not None:
                 click.echo(f"{f}: note: {pol.key}: {note}", err=True)
     if bad:
         click.echo(f"{bad} of {len(files)} file(s) invalid", err=True)

@@ -157,7 +157,9 @@ def test_fuzz_truncated_and_corrupted_documents(cut: int, junk: str) -> None:
 @pytest.mark.parametrize(("extra", "cycle"), [
     ("  replicas: {min: 0, max: 4}\n", False),
     ("  replicas: {min: 0, max: 4}\n  onMissingMetrics: {action: fixed, replicas: 1}\n", True),
-    ("  replicas: {min: 0, max: 4}\n  onMissingMetrics: {action: floor}\n", True),
+    ("  replicas: {min: 0, max: 4, floorSchedule: [{start: '08:00', end: '18:00', minReplicas: 1}]}\n"
+     "  onMissingMetrics: {action: floor}\n", True),
+    ("  replicas: {min: 0, max: 4}\n  onMissingMetrics: {action: floor}\n", False),  # no floor above 0: holds at 0
 ])
 def test_validate_notes_a_floor_of_zero_and_still_accepts_it(tmp_path: Path, extra: str, cycle: bool) -> None:
     """At 0 replicas no engine reports demand: validate says what brings the first replica back."""

@@ -38,6 +38,8 @@ MAX_TIMEZONE_LENGTH = 64  # the longest IANA name is 32 characters
 # A TTFT SLO slope: prefill runs at ≥ ~1,000 tokens/s on any GPU that serves an LLM, so more than a minute
 # per 1,000 prompt tokens is a typo (docs/slo.md).
 MAX_SECONDS_PER_KILO_TOKENS = 60.0
+MAX_QUERY_LENGTH = 4096  # a policy's own PromQL (scaleFromZero.query): a sentence, not a program
+MAX_ACTIVATION_THRESHOLD = 1e6  # requests (pending or per second) in front of one model
 
 PositiveSeconds = Annotated[float, Field(gt=0, le=DAY)]
 NonNegativeSeconds = Annotated[float, Field(ge=0, le=DAY)]
@@ -430,12 +432,48 @@ class MissingMetricsSpec(_Spec):
         return self
 
 
+class ScaleFromZeroSpec(_Spec):
+    """Demand seen in front of the engines, for a model that may rest at 0 replicas (`replicas.min: 0`).
+
+    At 0 replicas no engine reports anything, so the policy reads `query` instead: PromQL for the requests
+    waiting at (or arriving at) the gateway or activator in front of this model, an instant vector whose
+    samples are summed. Above `threshold` it starts `replicas`; an empty or failed answer starts nothing
+    and stops nothing (unknown is never idle). A serving model goes back to 0 only after `idleSeconds` in
+    which every engine reported no request, running or waiting, and the gateway nothing above `threshold`
+    (docs/scale-from-zero.md)."""
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_LENGTH,
+                       description="PromQL: requests pending or arriving in front of this model (summed)")
+    threshold: float = Field(default=0.0, ge=0, le=MAX_ACTIVATION_THRESHOLD,
+                             description="the query's value above which the model is started")
+    replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS, description="replicas started from zero")
+    idle_seconds: float = Field(default=900.0, ge=MINUTE, le=DAY,
+                                description="back to 0 only after this long with no request anywhere")
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("is blank: give PromQL for the requests in front of the model, e.g. "
+                             "sum(gateway_pending_requests{model=\"llama\"})")
+        return v
+
+
 class PolicySpec(_Spec):
     model_config = _cel(
         (
             "!has(self.onMissingMetrics) || !has(self.onMissingMetrics.replicas) || !has(self.replicas) || "
             "!has(self.replicas.max) || self.onMissingMetrics.replicas <= self.replicas.max",
             "onMissingMetrics.replicas must be ≤ replicas.max",
+        ),
+        (
+            "!has(self.scaleFromZero) || (has(self.replicas) && has(self.replicas.min) && self.replicas.min == 0)",
+            "scaleFromZero needs replicas.min 0",
+        ),
+        (
+            "!has(self.scaleFromZero) || !has(self.scaleFromZero.replicas) || !has(self.replicas) || "
+            "!has(self.replicas.max) || self.scaleFromZero.replicas <= self.replicas.max",
+            "scaleFromZero.replicas must be ≤ replicas.max",
         ),
     )
     target_ref: TargetRef
@@ -450,6 +488,7 @@ class PolicySpec(_Spec):
     scale_down: ScaleDownSpec = ScaleDownSpec()
     on_missing_metrics: MissingMetricsSpec = MissingMetricsSpec()
     warm_capacity: WarmCapacitySpec = WarmCapacitySpec()
+    scale_from_zero: ScaleFromZeroSpec | None = None
     interval_seconds: float = Field(default=15.0, ge=1, le=HOUR, description="control interval")
     dry_run: bool = Field(default=False, description="decide and record, never write to the target")
 
@@ -458,6 +497,12 @@ class PolicySpec(_Spec):
         r = self.on_missing_metrics.replicas
         if r is not None and r > self.replicas.max:
             raise ValueError(f"onMissingMetrics.replicas ({r}) exceeds replicas.max ({self.replicas.max})")
+        z = self.scale_from_zero
+        if z is not None and self.replicas.min != 0:
+            raise ValueError(f"scaleFromZero needs replicas.min 0 (it is {self.replicas.min}, so the model never "
+                             "rests at 0): set replicas.min: 0 or remove scaleFromZero")
+        if z is not None and z.replicas > self.replicas.max:
+            raise ValueError(f"scaleFromZero.replicas ({z.replicas}) exceeds replicas.max ({self.replicas.max})")
         return self
 
 

@@ -27,13 +27,15 @@ from autoscaler.core.stages.feasibility import feasibility
 from autoscaler.core.stages.leaving import surge
 from autoscaler.core.stages.missing import missing_target
 from autoscaler.core.stages.panic import panic
-from autoscaler.core.stages.rate_limit import limit
+from autoscaler.core.stages.rate_limit import limit, scale_up
 from autoscaler.core.stages.readings import Readings, read
 from autoscaler.core.stages.slo_feedback import slo_attainment
 from autoscaler.core.stages.stabilize import History, Stabilized, remember_extremes, remember_max, since, stabilize
 from autoscaler.core.stages.warm import held, warm
+from autoscaler.core.stages.zero import WakeStep, idle, idle_since, resting, serving_floor, wake, wake_step, woken
 from autoscaler.core.state import CoreState
-from autoscaler.policy import PolicySpec
+from autoscaler.core.waking import Waking
+from autoscaler.policy import PolicySpec, ScaleFromZeroSpec
 from forecasting import ForecastConfig
 
 __all__ = ["Decision", "DecisionResult", "Reason", "decide", "forecast_config", "slo_attainment",
@@ -120,6 +122,19 @@ def decide(
                      False, 0, "target replicas (or the clock) unknown, stale or invalid: nothing written")
         return DecisionResult(d, state)
     floor, top = floor_at(policy.replicas, now), policy.replicas.max
+    z, idle_from = policy.scale_from_zero, None
+    if z is not None:
+        if replicas.desired == 0 and floor == 0:
+            return _at_zero(policy, z, state, now, top, lead, signals)
+        idle_from = idle_since(state.idle_since, idle(z, signals, replicas, policy.metrics.staleness_seconds), now)
+        if floor == 0 and idle_from is not None and resting(z, idle_from, now):
+            return _to_zero(policy, z, state, now, replicas.desired, top, lead, idle_from, signals)
+        floor = serving_floor(z, floor)
+        if state.waking is not None:
+            step = wake_step(policy, z, state.waking, signals, replicas, state.capacity, state.load_factor,
+                             state.work_per_request, lead.high_seconds, now)
+            if step.waking is not None:
+                return _waking(policy, step, state, now, replicas.desired, floor, top, lead, signals, idle_from)
     r = read(policy, signals)
     if not r.demand_known:
         return _missing_metrics(policy, state, now, replicas.desired, floor, top, lead, r, signals)
@@ -151,7 +166,7 @@ def decide(
         slo_infeasible_message=why,
         warm_slots=wm.slots,
     )
-    return DecisionResult(d, _remember(policy, state, now, out.desired, rec, c))
+    return DecisionResult(d, _remember(policy, state, now, out.desired, rec, c, idle_from))
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +236,7 @@ def _limit(policy: PolicySpec, c: Candidates, rec: _Recommendation, r: Readings,
 
 
 def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, rec: _Recommendation,
-              c: Candidates) -> CoreState:
+              c: Candidates, idle_from: float | None) -> CoreState:
     """The state the next tick starts from: what each stage wants to remember."""
     dm, cp, pr = c.demand, c.capacity, c.predictive
     return replace(
@@ -240,6 +255,8 @@ def _remember(policy: PolicySpec, state: CoreState, now: float, desired: int, re
         held_queue=c.held_queue.active,
         work_per_request=dm.work_per_request,
         burst_held=c.burst_hold.history,
+        idle_since=idle_from,
+        waking=None,
     )
 
 
@@ -261,7 +278,8 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
                         need)
     decisions = remember_extremes(since(state.decisions, now - _rate_limit_period(policy), now), now, desired)
     next_state = replace(state, recommendations=recs, decisions=decisions, recent_waiting=(), held_queue=False,
-                         panic_until=panic(policy, None, None, state.panic_until, now).until)
+                         panic_until=panic(policy, None, None, state.panic_until, now).until, idle_since=None,
+                         waking=None)
     wm = held(policy, signals.cluster)
     d = Decision(
         desired_replicas=desired,
@@ -283,6 +301,84 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
     return DecisionResult(d, next_state)
 
 
+def _at_zero(policy: PolicySpec, z: ScaleFromZeroSpec, state: CoreState, now: float, top: int, lead: LeadTime,
+             signals: Signals) -> DecisionResult:
+    """At 0 replicas with scaleFromZero (and no floor window): the gateway's demand starts the model, its
+    absence keeps it at rest; unanswered, the policy's onMissingMetrics decides (hold: stay at 0)."""
+    w = wake(z, signals.front_door, policy.metrics.staleness_seconds)
+    if w.replicas is None:
+        desired = min(top, missing_target(policy, 0))
+        reason = Reason.METRICS_MISSING if desired == 0 else Reason.SCALE_UP_FLOOR
+        message = (f"{w.message}: onMissingMetrics {policy.on_missing_metrics.action} -> {desired}"
+                   " (never scale down on unknown data)")
+    else:
+        desired = min(top, w.replicas)
+        reason = Reason.SCALE_UP_FROM_ZERO if desired > 0 else Reason.STEADY
+        message = w.message
+    waking = None
+    if w.front is not None and desired > 0:  # the count accumulated since the last tick that saw it quiet
+        waking = woken(signals.front_door, state.last_tick if state.last_tick is not None and state.last_tick < now
+                       else now - policy.interval_seconds, now)
+    return _rest(policy, state, now, 0, desired, reason, "scaleFromZero", message, top, lead, signals, w.front,
+                 waking)
+
+
+def _to_zero(policy: PolicySpec, z: ScaleFromZeroSpec, state: CoreState, now: float, current: int, top: int,
+             lead: LeadTime, idle_from: float, signals: Signals) -> DecisionResult:
+    """Idle for scaleFromZero.idleSeconds: back to 0, past the stabilization window and rate limits, which
+    guard against demand coming back, where the idle run has just shown none for longer."""
+    message = (f"scale down {current} -> 0: no request at the engines or in front of the model for "
+               f"{now - idle_from:.0f} s (scaleFromZero.idleSeconds {z.idle_seconds:g})")
+    return _rest(policy, state, now, current, 0, Reason.SCALE_DOWN_TO_ZERO, "scaleFromZero.idleSeconds", message,
+                 top, lead, signals, signals.front_door.value)
+
+
+def _waking(policy: PolicySpec, step: WakeStep, state: CoreState, now: float, current: int, floor: int, top: int,
+            lead: LeadTime, signals: Signals, idle_from: float | None) -> DecisionResult:
+    """A wake in progress (stages/zero.py): the replicas the gateway's arrivals need, never fewer than now,
+    within the scale-up rate limit; the ordinary stages wait until the requests that waited are served."""
+    decisions = since(state.decisions, now - _rate_limit_period(policy), now)
+    raw = min(top, max(current, floor, step.replicas))
+    desired, reason = scale_up(policy, decisions, now, current, raw, "scaleFromZero", False)
+    if reason is not Reason.SCALE_UP_RATE_LIMITED:
+        reason = Reason.SCALE_UP_FROM_ZERO if desired > current else Reason.STEADY
+    message = step.message + (f"; scale up {current} -> {desired}" if desired > current else f"; hold at {current}")
+    return _rest(policy, replace(state, idle_since=idle_from), now, current, desired, reason, "scaleFromZero",
+                 message, top, lead, signals, signals.front_door.fresh(policy.metrics.staleness_seconds),
+                 step.waking, keep_idle=True)
+
+
+def _rest(policy: PolicySpec, state: CoreState, now: float, current: int, desired: int, reason: Reason,
+          bind: str, message: str, top: int, lead: LeadTime, signals: Signals,
+          front: float | None, waking: Waking | None = None, keep_idle: bool = False) -> DecisionResult:
+    """The decision and next state of the scaleFromZero paths: the windows remember the count, the idle run
+    starts again (unless a wake's tick carries it on), and the queue stages' memory is cleared (no engine
+    serves across 0, and none of a wake's ticks is read by them)."""
+    recs = ((now, desired),)
+    decisions = remember_extremes(since(state.decisions, now - _rate_limit_period(policy), now), now, desired)
+    next_state = replace(state, recommendations=recs, decisions=decisions, recent_waiting=(), held_queue=False,
+                         idle_since=state.idle_since if keep_idle else None, panic_until=None, waking=waking)
+    wm = held(policy, signals.cluster)
+    known = front is not None
+    d = Decision(
+        desired_replicas=desired,
+        current_replicas=current,
+        reason=reason,
+        binding=bind,
+        components={"floor": 0, "max": top, **({"front_door": front} if front is not None else {}),
+                    **(wm.explain() if policy.warm_capacity.enabled else {})},
+        lead_time_seconds=lead.high_seconds,
+        forecast_work=None,
+        panic=False,
+        metrics_fresh=known,
+        unschedulable_stuck=0,
+        message=message,
+        missing_signals=() if known else ("front_door",),
+        warm_slots=wm.slots,
+    )
+    return DecisionResult(d, next_state)
+
+
 def _missing_message(action: str, desired: int, current: int, top: int) -> str:
     if desired < current:
         return (f"demand metrics missing or stale; scale down {current} -> {desired}: clamped to replicas.max "
@@ -290,8 +386,8 @@ def _missing_message(action: str, desired: int, current: int, top: int) -> str:
     return (f"demand metrics missing or stale: {action} -> {desired}"
             + (f" (up from {current}: floor/fallback)" if desired > current else "")
             + " (never scale down on unknown data)"
-            + ("; at 0 replicas no engine reports demand: a floorSchedule window or a manual scale brings the "
-               "first replica back" if desired == 0 else ""))
+            + ("; at 0 replicas no engine reports demand: scaleFromZero, a floorSchedule window or a manual scale "
+               "brings the first replica back" if desired == 0 else ""))
 
 
 def _message(reason: Reason, desired: int, current: int, binding: str, raw: int, stuck: int, top: int,

@@ -196,6 +196,9 @@ class Signals:
     replicas: ReplicaCounts | None = None
     cluster: ClusterFacts = ClusterFacts()
     observations: tuple[StageObservation, ...] = field(default_factory=tuple)
+    # Requests pending or arriving in front of the engines (a gateway's or activator's count: the policy's
+    # scaleFromZero.query), the one demand signal there is at 0 replicas. Read only with scaleFromZero.
+    front_door: Measured = MISSING
     # The span the source took the rates and histograms over (its rate window: `--rate-window`).
     rate_window_seconds: float = DEFAULT_RATE_WINDOW_SECONDS
 

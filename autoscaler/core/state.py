@@ -19,6 +19,7 @@ from autoscaler.core.forecast_seed import ForecastSeed
 from autoscaler.core.numbers import finite_number
 from autoscaler.core.slo_budget import SloBudget
 from autoscaler.core.slo_capacity import SloCapacity
+from autoscaler.core.waking import Waking
 from forecasting import ForecastState
 
 _log = logging.getLogger(__name__)
@@ -50,6 +51,9 @@ class CoreState:
     steady_since: float | None = None  # since when nothing has been starting and the fleet was at its size
     work_per_request: float | None = None  # EMA, replica-seconds per request
     last_tick: float | None = None
+    # Since when every engine and the gateway have reported no request (scaleFromZero; stages/zero.py).
+    idle_since: float | None = None
+    waking: Waking | None = None  # a wake from zero in progress (stages/zero.py)
     # (time, replicas) the burst stage ordered, kept for one cold start after they are up (stages/burst.py).
     burst_held: tuple[tuple[float, int], ...] = ()
     # (bucket index, horizon in buckets, quantile, forecast): the forecast changes only when a bucket closes,
@@ -81,6 +85,8 @@ class CoreState:
             "workPerRequest": self.work_per_request,
             "lastTick": self.last_tick,
             "burstHeld": [[round(t, 3), r] for t, r in self.burst_held],
+            "idleSince": self.idle_since,
+            "waking": self.waking.to_list() if self.waking is not None else None,
         }
 
     def _seed_dict(self) -> dict[str, Any] | None:
@@ -122,6 +128,8 @@ class CoreState:
             steady_since=_read(d, "steadySince", _optional),
             work_per_request=_read(d, "workPerRequest", _optional),
             last_tick=_read(d, "lastTick", _optional),
+            idle_since=_read(d, "idleSince", _optional),
+            waking=_read(d, "waking", _waking),
             burst_held=_read(d, "burstHeld", _history),
         )
 
@@ -159,6 +167,14 @@ def _number(value: Any) -> float:
 
 def _optional(value: Any) -> float | None:
     return None if value is None else _number(value)
+
+
+def _waking(value: Any) -> Waking | None:
+    """A stored wake, [origin, rate, readyAt, drainedAt] (absent: none)."""
+    if value is None:
+        return None
+    origin, rate, ready_at, drained_at = value
+    return Waking(_number(origin), max(0.0, _number(rate)), _optional(ready_at), _optional(drained_at))
 
 
 def _flag(value: Any) -> bool:

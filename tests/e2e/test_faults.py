@@ -418,8 +418,15 @@ def test_poison_policy_and_conflicting_writers(workspace: Callable[[str], Worksp
         "maxstep-1.7e308": {"scaleUp": {"maxStepPercent": 1.7e308}},
         "step-1e-6": {"forecast": {"stepSeconds": 1e-6}},
         "history-of-5-steps": {"forecast": {"historySeconds": 300, "stepSeconds": 60}},  # a CEL rule
+        "from-zero-at-min-1": {"scaleFromZero": {"query": "sum(gateway_pending)"}},  # a CEL rule (min defaults 1)
     }
     refused = {label: create(f"refused-{label}", body) for label, body in issue_specs.items()}
+    # the same rule admits a policy that may rest at 0 (removed at once: it only proves the API server's schema)
+    from_zero = create("from-zero", {"replicas": {"min": 0, "max": 4}, "dryRun": True,
+                                     "scaleFromZero": {"query": "sum(gateway_pending)", "idleSeconds": 600}})
+    if from_zero[0] == 200:
+        ws.custom.delete_namespaced_custom_object(POLICY_GROUP, POLICY_VERSION, ws.namespace, POLICY_PLURAL,
+                                                  "from-zero")
     ws.create_policy(policy("poison", deployment_ref("poison"), MODEL, spec(replicas={"min": 2, "max": 4,
         "floorSchedule": [{"start": "00:00", "end": "23:59", "minReplicas": 2, "timezone": "America"}]})))
     corrupt = ws.create_policy(policy("corrupt", deployment_ref("corrupt"), MODEL, spec(dryRun=True)))
@@ -466,6 +473,8 @@ def test_poison_policy_and_conflicting_writers(workspace: Callable[[str], Worksp
     for label, (code, msg) in refused.items():
         assert code == 422, (label, code, msg)
     assert "historySeconds must hold 10 to 100000 steps" in refused["history-of-5-steps"][1], refused
+    assert "scaleFromZero needs replicas.min 0" in refused["from-zero-at-min-1"][1], refused
+    assert from_zero[0] == 200, from_zero
     assert healthy_s <= 2 * INTERVAL + 3, healthy_s
     assert poison.get("status") == "False" and poison.get("reason") == "InvalidSpec", poison
     assert "timezone" in poison["message"], poison

@@ -111,7 +111,7 @@ class PrometheusMetricsSource:
             self.telemetry.error(self.name, "unexpected")
             return SourceError("unexpected", f"{type(e).__name__}: {str(e)[:200]}")
 
-    def _refusal(self, p: ModelScalingPolicy) -> tuple[ErrorKind, str] | None:
+    def refusal(self, p: ModelScalingPolicy) -> tuple[ErrorKind, str] | None:
         """Why policy `p` cannot be queried at all, or None."""
         own = p.spec.metrics.prometheus.url
         if own and self.allowed_urls is not None and normalize_url(own) not in self.allowed_urls:
@@ -131,7 +131,7 @@ class PrometheusMetricsSource:
         errors: dict[str, str] = {}
         queryable = []
         for p in policies:
-            refused = self._refusal(p)
+            refused = self.refusal(p)
             if refused is None:
                 queryable.append(p)
                 self.telemetry.episode(f"prometheus policy {p.key}", None)
@@ -185,7 +185,7 @@ class PrometheusMetricsSource:
         from one instant query with the source's timeout and size limit. Only pods whose running gauge
         was scraped within `max_age_seconds` answer (the others are absent: unknown). Raises SourceError
         when the query fails or the policy may not be queried."""
-        refused = self._refusal(p)
+        refused = self.refusal(p)
         if refused is not None:
             raise SourceError(refused[0], refused[1])
         engine = engine_metrics(p.spec.model.engine)

@@ -36,6 +36,8 @@ ErrorKind = Literal[
     "implausible",  # a finite value outside the signal's physical bounds (1e308 waiting, KV use > 1)
     "url_not_allowed",  # a policy's Prometheus URL is not in the controller's allow-list
     "bad_selector",  # a policy's labelSelector key is not a Prometheus label name
+    "absent",  # a policy's own query (scaleFromZero.query) answered no series: unknown, not zero
+    "no_prometheus",  # a policy's own query has no Prometheus to go to (no --prometheus-url, no policy URL)
     "unexpected",  # any other failure of one query or pod (a bug): contained and counted, not raised
 ]
 

@@ -1,0 +1,111 @@
+"""The demand in front of the engines: each scaleFromZero policy's own PromQL (`spec.scaleFromZero.query`).
+
+At 0 replicas no engine series exists, so the one demand signal is what the gateway or activator in front
+of the model counts (its pending or in-flight requests). The query goes to the policy's Prometheus (its own
+URL when the allow-list admits it, else `--prometheus-url`) with the engine queries' timeout, size limit
+and credentials, one instant query per such policy per tick, in parallel. Its samples are summed.
+
+An empty answer, a failed query, or a NaN or negative sample gives the last good value with its growing
+age (MISSING if there never was one), never a zero: an unanswered gateway must not read as "no demand"
+and let an idle model go to 0. A policy that no Prometheus can serve gets a one-line error in its status.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from autoscaler.core.signals import MISSING, Measured
+from autoscaler.policy import ModelScalingPolicy
+from autoscaler.sources.lastknown import LastKnown
+from autoscaler.sources.prom_api import Sample, SourceError
+from autoscaler.sources.prometheus import PrometheusMetricsSource
+
+SIGNAL = "front_door"
+
+
+class FrontDoorSource:
+    """`collect(policies, now)` → the front-door demand of every policy with scaleFromZero."""
+
+    def __init__(self, prometheus: PrometheusMetricsSource, has_default_url: bool) -> None:
+        self.prometheus = prometheus
+        self.has_default_url = has_default_url
+        self._last = LastKnown()
+        self.policy_errors: dict[str, str] = {}
+
+    def _url(self, p: ModelScalingPolicy) -> str | None:
+        own = p.spec.metrics.prometheus.url
+        return (own or self.prometheus.url).rstrip("/") if own or self.has_default_url else None
+
+    def collect(self, policies: Sequence[ModelScalingPolicy], now: float) -> dict[str, Measured]:
+        asked = [p for p in policies if p.spec.scale_from_zero is not None]
+        errors: dict[str, str] = {}
+        jobs: list[tuple[ModelScalingPolicy, str]] = []
+        for p in asked:
+            refused = self.prometheus.refusal(p)
+            url = self._url(p)
+            if refused is None and url is None:
+                refused = "no_prometheus", ("spec.scaleFromZero.query needs a Prometheus: set the controller's "
+                                     "--prometheus-url (chart value prometheusUrl) or spec.metrics.prometheus.url")
+            if refused is not None:
+                if url is None:  # a refused URL or selector is counted by the engine queries already
+                    self.prometheus.telemetry.error("prometheus", refused[0])
+                errors[p.key] = refused[1]
+                continue
+            assert url is not None
+            jobs.append((p, url))
+        self.policy_errors = errors
+        pool_size = min(self.prometheus.max_parallel_queries, len(jobs))
+        if pool_size > 1:
+            with ThreadPoolExecutor(pool_size) as pool:
+                answers = list(pool.map(lambda j: self._ask(j[0], j[1], now), jobs))
+        else:
+            answers = [self._ask(p, url, now) for p, url in jobs]
+        out = {p.key: MISSING for p in asked}
+        for (p, url), m in zip(jobs, answers, strict=True):
+            out[p.key] = m if m is not None else self._last.get(p.key, SIGNAL, now, _identity(p, url))
+        self._last.keep_only(p.key for p, _ in jobs)
+        return out
+
+    def _ask(self, p: ModelScalingPolicy, url: str, now: float) -> Measured | None:
+        """The summed answer of `p`'s query (remembered as the last good value), or None when it failed."""
+        assert p.spec.scale_from_zero is not None
+        query = p.spec.scale_from_zero.query
+        tel, name = self.prometheus.telemetry, self.prometheus.name
+        episode = f"prometheus policy {p.key} scaleFromZero.query"
+        tel.requests.labels(source=name).inc()
+        try:
+            answer = self.prometheus.api(url).query(query, now)
+            value, t = _total(answer)
+        except SourceError as e:
+            tel.error("prometheus", e.kind)
+            tel.episode(episode, str(e))
+            return None
+        except Exception as e:  # anything else an answer provokes fails this policy's query only
+            tel.error("prometheus", "unexpected")
+            tel.episode(episode, f"{type(e).__name__}: {str(e)[:200]}")
+            return None
+        tel.episode(episode, None)
+        self._last.put(p.key, SIGNAL, value, t, _identity(p, url))
+        return Measured(value, max(0.0, now - t))
+
+
+def _identity(p: ModelScalingPolicy, url: str) -> tuple[str, str]:
+    """What a remembered value measured: an edited query or Prometheus does not inherit the old number."""
+    assert p.spec.scale_from_zero is not None
+    return url, p.spec.scale_from_zero.query
+
+
+def _total(answer: list[Sample]) -> tuple[float, float]:
+    """The sum of the samples and the oldest sample time. Raises SourceError for an empty answer (no series:
+    unknown, not zero) and for a NaN, infinite or negative sample."""
+    if not answer:
+        raise SourceError("absent", "scaleFromZero.query answered no series (append `or vector(0)` if none "
+                                    "means no request)")
+    for s in answer:
+        if not math.isfinite(s.value) or not math.isfinite(s.timestamp):
+            raise SourceError("non_finite", "scaleFromZero.query answered a NaN or infinite sample")
+        if s.value < 0:
+            raise SourceError("negative", "scaleFromZero.query answered a negative number of requests")
+    return sum(s.value for s in answer), min(s.timestamp for s in answer)

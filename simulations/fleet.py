@@ -320,6 +320,7 @@ class RequestFleet(LifecycleFacts):
             request_success=float(book.success_total), queue_time_counts=tuple(book.queue_h.counts),
             ttft_counts=tuple(book.ttft_h.counts), running=float(running), waiting=float(waiting),
             kv_cache_usage=kv / n if n else 0.0, reporting_replicas=n, preemptions=float(book.preempt_total),
+            in_flight=float(self.in_flight),
         )
 
     def outcome(self, slo_ttft_seconds: float) -> Outcome:

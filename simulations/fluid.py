@@ -317,6 +317,7 @@ class FluidFleet(LifecycleFacts):
             kv_cache_usage=min(1.0, running * self.tokens_per_request / (n * self.serving.kv_cache_tokens))
             if n else 0.0,
             reporting_replicas=n, preemptions=self.preempt_total,
+            in_flight=float(round(self.in_flight)),  # a gauge of requests counts whole ones
         )
 
     def _cohorts(self, slo_ttft_seconds: float) -> dict[str, np.ndarray]:

@@ -5,7 +5,8 @@
   the window (default 1 m), without Prometheus' extrapolation to the window edges.
 - Latency quantiles are `histogram_quantile(q, rate(x_bucket[window]))`; the fleet observes queue time
   when a request finishes (vLLM does), so they lag; with no observation in the window they are missing.
-- Gauges (running, waiting, KV use) are as of the last scrape; every value's age is `now − scrape time`.
+- Gauges (running, waiting, KV use, and the gateway's outstanding requests as `front_door`) are as of the
+  last scrape; every value's age is `now − scrape time`.
 - `lag_seconds` models a further pipeline delay (e.g. prometheus-adapter for the HPA): the view then
   answers from the newest scrape at least that old.
 """
@@ -87,6 +88,7 @@ class MetricsView:
             ttft_p90_seconds=rate_fields.get("ttft_p90_seconds", missing),
             ttft_histogram=ttft_hist,
             queue_time_histogram=queue_hist,
+            front_door=Measured(last.in_flight, age),
             rate_window_seconds=self.rate_window_seconds,
         )
 

@@ -20,3 +20,6 @@ class FleetSample:
     kv_cache_usage: float  # mean over those replicas, 0..1
     reporting_replicas: int  # replicas with metrics (HPA divides per-pod metrics by this)
     preemptions: float = 0.0  # cumulative vllm:num_preemptions_total over the fleet
+    # the gateway's gauge of outstanding requests (arrived, neither finished nor aborted; those waiting for a
+    # replica to be ready included): the demand in front of the engines a scaleFromZero query reads
+    in_flight: float = 0.0

@@ -55,6 +55,8 @@ class TraceSpec(_Model):
     # A later window of a long trace (ServeGen's 14 days: a day the default policy was not tuned on). The
     # limit (and bench --quick's) then counts from here, and the trace's clock moves with it, so weekdays
     # and time-of-day floors stay those of the window.
+    client: int | None = Field(None, ge=0, le=1_000_000,
+                               description="servegen: one client's traffic alone (a model only it uses)")
     start_seconds: float = Field(0.0, ge=0, le=YEAR,
                                  description="skip the first N seconds of a recorded trace (azure, jsonl, servegen)")
     prompt_scale: float | None = Field(
@@ -73,6 +75,8 @@ class TraceSpec(_Model):
     def _consistent(self) -> TraceSpec:
         if self.format in ("azure", "jsonl", "servegen") and not self.path:
             raise ValueError(f"format {self.format} needs a path")
+        if self.client is not None and self.format != "servegen":
+            raise ValueError("client picks one ServeGen client: use it with format servegen")
         if self.format == "flash-crowd" and self.base_rps * self.burst_factor > MAX_PEAK_RPS:
             raise ValueError(f"base_rps × burst_factor is a peak of {self.base_rps * self.burst_factor:g} requests/s; "
                              f"at most {MAX_PEAK_RPS:g} (a request-level replay holds every request in memory)")
@@ -289,7 +293,8 @@ def build_workload(scenario: Scenario, limit_seconds: float | None = None) -> Tr
         assert spec.path is not None
         tokens = _token_trace(spec.token_source)
         wl = servegen_workload(resolve_trace_path(spec.path), tokens, spec.rate_factor or 1.0,
-                               scenario.bin_seconds, seed, max_seconds=start + limit if limit else None)
+                               scenario.bin_seconds, seed, max_seconds=start + limit if limit else None,
+                               client=spec.client)
         if start:
             wl = wl.skip(start, scenario.name)
     if isinstance(wl, BinnedWorkload) and spec.rate_factor and spec.format != "servegen":

@@ -399,6 +399,7 @@ def servegen_workload(
     seed: int = 0,
     max_seconds: float | None = None,
     start_epoch: float = 1704067200.0,  # Monday 2024-01-01 00:00 UTC: the files carry no dates
+    client: int | None = None,
 ) -> BinnedWorkload:
     """Arrivals from ServeGen's per-client, per-600-s fits, binned (seeded, deterministic).
 
@@ -410,10 +411,16 @@ def servegen_workload(
     lengths of real requests in a bin of a few, else the normal approximation of the sum of n lengths.
     """
     starts, clients = load_servegen_windows(directory)
+    if client is not None:  # one client's traffic alone (a model only it uses)
+        clients = [c for c in clients if c[0] in (f"client {client}", f"chunk-{client}-trace.csv")]
+        if not clients:
+            raise SimulationInputError(str(directory), "client", f"no client {client} in the file",
+                                       "name a client the file holds (its `client` column)")
     horizon = float(starts[-1] + SERVEGEN_WINDOW_SECONDS)
     if max_seconds is not None:
         horizon = min(horizon, max_seconds)
-    key = f"{Path(directory).resolve()}|{rate_factor}|{bin_seconds}|{seed}|{horizon}"
+    key = f"{Path(directory).resolve()}|{rate_factor}|{bin_seconds}|{seed}|{horizon}" + (
+        f"|client {client}" if client is not None else "")
     cache = _cache_path("servegen", key, [Path(directory)])
     counts: np.ndarray | None = None
     if cache is not None and cache.exists():
@@ -434,6 +441,7 @@ def servegen_workload(
     prompt, output = token_sums(counts, token_source, np.random.default_rng(seed + 1),
                                 np.random.default_rng([seed, 2]))
     name = _stem(Path(directory)) if Path(directory).is_file() else Path(directory).name
+    name += f"-client-{client}" if client is not None else ""
     return BinnedWorkload(name, bin_seconds, counts, prompt, output,
                           np.sort(token_source.prompt_tokens.astype(np.float64)),
                           np.sort(token_source.output_tokens.astype(np.float64)), start_epoch)

@@ -132,6 +132,10 @@ def random_policy(rng: random.Random) -> PolicySpec:
         "onMissingMetrics": action,
         "intervalSeconds": _pick(rng, 15.0, 1.0, rng.uniform(1.0, 3600.0)),
     }
+    if lo == 0 and rng.random() < 0.5:
+        spec["scaleFromZero"] = {"query": "sum(gateway_pending)", "replicas": rng.randint(1, top),
+                                 "threshold": _pick(rng, 0.0, 0.0, 1e6, rng.uniform(0, 5)),
+                                 "idleSeconds": _seconds(rng, 60.0)}
     return PolicySpec.model_validate(spec)
 
 
@@ -166,10 +170,16 @@ def random_signals(rng: random.Random, pol: PolicySpec, current: int, load: floa
         "queue_time_p90_seconds": rng.expovariate(1.0),
         "ttft_p90_seconds": rng.expovariate(0.5),
     }
+    if load == 0.0:  # an idle model: every engine reports nothing
+        typical = dict.fromkeys(typical, 0.0)
+    typical["front_door"] = _pick(rng, 0.0, 0.0, load * 10.0, rng.uniform(0, 1e4))
     values: dict[str, Measured] = {}
     bad: set[str] = set()
-    for name in LOAD_FIELDS:
+    clean = load == 0.0 and rng.random() < 0.9  # an idle stretch that reads clean, so idleness can be proven
+    for name in (*LOAD_FIELDS, "front_door"):
         m, kind = _measured(rng, min(typical[name], 1e6 if name in ("running", "waiting") else 1e9), stale)
+        if clean:
+            m, kind = Measured(typical[name], rng.uniform(0.0, stale)), "fresh"
         values[name] = m
         if kind != "fresh":
             bad.add(f"{name}:{kind}")
@@ -182,7 +192,9 @@ def random_signals(rng: random.Random, pol: PolicySpec, current: int, load: floa
         StartingReplica(_pick(rng, *STAGES), _pick(rng, rng.uniform(0, 3600), float("nan"), -5.0, 1e12),
                         rng.uniform(0, 600), rng.random() < 0.2)
         for _ in range(_pick(rng, 0, 0, 1, rng.randint(0, 20))))
-    ready = max(0, current - rng.randint(0, 5))
+    if clean:  # and a settled fleet: nothing starting
+        starting = ()
+    ready = current if clean else max(0, current - rng.randint(0, 5))
     replicas: ReplicaCounts | None = ReplicaCounts(
         desired=current, ready=ready, starting=starting, terminating=rng.randint(0, 3),
         age_seconds=_pick(rng, 0.0, 0.0, 0.0, rng.uniform(0, 2 * stale), float("nan")))
@@ -198,7 +210,7 @@ def random_signals(rng: random.Random, pol: PolicySpec, current: int, load: floa
                   queue_time_p90_seconds=values["queue_time_p90_seconds"],
                   ttft_p90_seconds=values["ttft_p90_seconds"], ttft_histogram=hist,
                   queue_time_histogram=hist if rng.random() < 0.5 else None, replicas=replicas, cluster=cluster,
-                  observations=obs)
+                  observations=obs, front_door=values["front_door"])
     return sig, bad
 
 
@@ -241,6 +253,8 @@ class FuzzReport:
     restarts: int = 0
     clock_backwards: int = 0
     stale_ticks: int = 0
+    to_zero: int = 0  # scaleFromZero: scale-downs to 0 (each checked against the idleness it needs)
+    from_zero: int = 0  # and wakes from 0
     max_seconds: float = 0.0  # CPU
     max_wall_seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
@@ -263,7 +277,7 @@ def run_case(rng: random.Random, report: FuzzReport, case: int) -> None:
     state = CoreState()
     t = EPOCH + rng.uniform(-WEEK, WEEK)
     current = rng.randint(0, max(pol.replicas.max * 2, 3))
-    load = rng.uniform(0, 30)
+    load = rng.uniform(0, 30) if rng.random() < 0.8 else 0.0
     for tick in range(rng.randint(8, 40)):
         sig, bad = random_signals(rng, pol, current, load)
         t0, c0 = time.perf_counter(), time.process_time()
@@ -289,6 +303,15 @@ def run_case(rng: random.Random, report: FuzzReport, case: int) -> None:
                 report.fail(f"case {case} tick {tick}: {d.desired_replicas} outside "
                             f"[{pol.replicas.min}, {pol.replicas.max}]")
             untrusted = _blocks_scale_down(bad, sig) or bool(d.missing_signals) or not d.metrics_fresh
+            z = pol.scale_from_zero
+            report.from_zero += current == 0 < d.desired_replicas and z is not None
+            if d.desired_replicas == 0 < current and z is not None:
+                report.to_zero += 1
+                # back to 0 only on a tick that proves idleness: nothing the fuzzer spoiled, nothing in front
+                spoiled = sorted(b for b in bad if b.split(":")[0] in (*DEMAND_FIELDS, "running", "front_door"))
+                front = sig.front_door.value
+                if spoiled or front is None or front > z.threshold:
+                    report.fail(f"case {case} tick {tick}: to 0 from {current} on {spoiled}, gateway {front}")
             if untrusted:
                 report.stale_ticks += 1
                 if d.desired_replicas < min(current, pol.replicas.max):
@@ -314,7 +337,8 @@ def run_case(rng: random.Random, report: FuzzReport, case: int) -> None:
         nt = _next_time(rng, t, pol.interval_seconds)
         report.clock_backwards += nt < t
         t = nt
-        load = max(0.0, load * rng.uniform(0.5, 1.6) + rng.uniform(-1, 1))
+        idle = load == 0.0 and rng.random() < 0.8  # an idle model mostly stays idle
+        load = 0.0 if idle else max(0.0, load * rng.uniform(0.5, 1.6) + rng.uniform(-1, 1))
 
 
 def fuzz(cases: int, seed: int) -> FuzzReport:
@@ -337,7 +361,7 @@ def main() -> None:
     wall = time.perf_counter() - t0
     print(f"decide sequences: {r.cases} (seed {args.seed}), decide calls: {r.calls}, policies redrawn: "
           f"{r.rejected_policies}, restarts: {r.restarts}, clock steps backwards: {r.clock_backwards}, "
-          f"ticks on untrusted data: {r.stale_ticks}")
+          f"ticks on untrusted data: {r.stale_ticks}, scaleFromZero: {r.to_zero} to 0, {r.from_zero} from 0")
     print(f"slowest decide: {r.max_seconds * 1000:.0f} ms CPU (limit {SLOW_SECONDS:.0f} s), "
           f"{r.max_wall_seconds * 1000:.0f} ms wall (hang limit {HANG_SECONDS:.0f} s); run: {wall:.0f} s wall")
     print(f"failures: {len(r.failures)}")

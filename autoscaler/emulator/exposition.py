@@ -195,3 +195,17 @@ def render(r: ReplicaView, *, model: str, engine: str = "vllm", created: float =
     reg = CollectorRegistry(auto_describe=False)
     reg.register(_Static(families))
     return generate_latest(reg)
+
+
+GATEWAY_METRIC = "inference_autoscaler_emulator_gateway_requests"
+
+
+def render_gateway(in_flight: float, *, model: str, namespace: str) -> bytes:
+    """The emulated gateway's /metrics: its outstanding requests (arrived, neither finished nor aborted;
+    those held while no replica serves included), the count a `scaleFromZero.query` reads."""
+    g = GaugeMetricFamily(GATEWAY_METRIC, "Requests at the emulated gateway in front of the replicas, held "
+                          "ones included.", labels=["model_name", "namespace"])
+    g.add_metric([model, namespace], float(in_flight))
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Static([g]))
+    return generate_latest(reg)

@@ -2,9 +2,13 @@
 
 Routes:
 - `GET /replica/<id>/metrics`: replica `<id>`'s exposition (text format 0.0.4), 404 once it is gone.
+- `GET /gateway/metrics`: the emulated gateway in front of the replicas: its outstanding requests (held
+  ones, while no replica serves, included) as `inference_autoscaler_emulator_gateway_requests`, the count
+  a policy's `scaleFromZero.query` reads (docs/scale-from-zero.md).
 - `GET /targets`: the live replicas as Prometheus HTTP service discovery (`http_sd_configs`) JSON:
   one target group per replica, with `__metrics_path__`, and `instance` set per replica (all replicas
-  share one address, so Prometheus's default `instance` would merge them), plus `namespace`, `pod`.
+  share one address, so Prometheus's default `instance` would merge them), plus `namespace`, `pod`; then
+  the gateway's (instance `gateway`, no `pod`), listed whether or not a replica runs.
   The same JSON is written to `targets_file` (for `file_sd_configs`) whenever the replica set changes.
 - `GET /truth`: the fleet's own totals at the current simulated time (ground truth for tests).
 - `GET /healthz`.
@@ -28,7 +32,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from autoscaler.emulator.exposition import CONTENT_TYPE, render
+from autoscaler.emulator.exposition import CONTENT_TYPE, render, render_gateway
 from autoscaler.emulator.fleet_driver import FleetDriver, Snapshot
 from autoscaler.emulator.openai import OpenAIEndpoints
 from autoscaler.emulator.replica_model import default_replica_model
@@ -98,7 +102,8 @@ class EmulatorServer:
                 },
             }
             for r in snap.replicas
-        ]
+        ] + [{"targets": [f"{self.host}:{self.port}"],
+              "labels": {"__metrics_path__": "/gateway/metrics", "instance": "gateway", "namespace": self.namespace}}]
 
     def truth(self) -> dict[str, Any]:
         snap = self.driver.snapshot
@@ -128,6 +133,10 @@ class EmulatorServer:
             if body is None:
                 return text(404, "replica not running")
             return Response(200, CONTENT_TYPE, body)
+        if path == "/gateway/metrics":
+            truth = self.driver.snapshot.truth
+            return Response(200, CONTENT_TYPE, render_gateway(getattr(truth, "in_flight", 0.0), model=self.model,
+                                                              namespace=self.namespace))
         if path == "/targets":
             return Response(200, "application/json", dumps_strict(self.targets(), indent=None).encode())
         if path == "/truth":
@@ -139,7 +148,7 @@ class EmulatorServer:
         if path == "/":
             ids = [r.replica_id for r in self.driver.snapshot.replicas]
             listing = "inference-autoscaler emulator\n" + "".join(f"/replica/{i}/metrics\n" for i in ids)
-            return Response(200, TEXT, (listing + "/targets\n/truth\n").encode())
+            return Response(200, TEXT, (listing + "/gateway/metrics\n/targets\n/truth\n").encode())
         return text(404, "not found")
 
     def start(self) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from autoscaler.core.signals import MISSING
 from autoscaler.emulator.server import EmulatorServer
-from autoscaler.policy import revised
+from autoscaler.policy import ModelScalingPolicy, revised
 from autoscaler.sources.front_door import FrontDoorSource
 
 from .conftest import MODEL, PrometheusProcess
@@ -22,7 +22,7 @@ IN_FLIGHT = (f'sum(vllm:num_requests_running{{model_name="{MODEL}"}}) + '
              f'sum(vllm:num_requests_waiting{{model_name="{MODEL}"}})')
 
 
-def with_query(query: str):  # type: ignore[no-untyped-def]
+def with_query(query: str) -> ModelScalingPolicy:
     p = policy()
     return revised(p, spec=revised(p.spec, replicas={"min": 0}, scale_from_zero={"query": query}))
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from autoscaler.backtest.history import History
 from autoscaler.backtest.replay import replay
+from autoscaler.policy import ModelScalingPolicy
 from autoscaler.policy_loader import parse_policy
 from autoscaler.sources.engines import SignalName
 from autoscaler.sources.promql import REPLICAS
@@ -30,7 +31,7 @@ def history() -> History:
     return History(pd.DataFrame(cols, index=times), queries=0)
 
 
-def policy(zero: bool):  # type: ignore[no-untyped-def]
+def policy(zero: bool) -> ModelScalingPolicy:
     spec = {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}, "model": {"name": "m"},
             "replicas": {"min": 0 if zero else 1, "max": 8}}
     if zero:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,15 +13,16 @@ from autoscaler.core import CoreState, Measured, ReplicaCounts, Signals, Startin
 from autoscaler.core.reason import Reason
 from autoscaler.core.stages.zero import idle, idle_since, resting, serving_floor, wake
 from autoscaler.core.state import CoreState as StateClass
+from autoscaler.policy import PolicySpec
 
 from .helpers import policy, signals
 
 T0 = 1_700_000_000.0
-FROM_ZERO = {"replicas": {"min": 0, "max": 20},
-             "scaleFromZero": {"query": "sum(gateway_pending)", "threshold": 0, "replicas": 2, "idleSeconds": 900}}
+GATEWAY: dict[str, Any] = {"query": "sum(gateway_pending)", "threshold": 0, "replicas": 2, "idleSeconds": 900}
+FROM_ZERO: dict[str, Any] = {"replicas": {"min": 0, "max": 20}, "scaleFromZero": GATEWAY}
 
 
-def zero_policy(**over: object):  # type: ignore[no-untyped-def]
+def zero_policy(**over: Any) -> PolicySpec:
     return policy(**{**FROM_ZERO, **over})
 
 
@@ -38,7 +40,7 @@ def at_zero(front: Measured) -> Signals:
 # ---- the stage ----
 
 def test_wake_starts_the_configured_replicas_above_the_threshold_only() -> None:
-    z = zero_policy(scaleFromZero={**FROM_ZERO["scaleFromZero"], "threshold": 3}).scale_from_zero
+    z = zero_policy(scaleFromZero={**GATEWAY, "threshold": 3}).scale_from_zero
     assert z is not None
     assert wake(z, Measured(4.0, 1.0), 60).replicas == 2
     assert wake(z, Measured(3.0, 1.0), 60).replicas == 0  # at the threshold: KEDA's "value > threshold"

@@ -33,10 +33,11 @@ def problems(text: str) -> list[str]:
     return [str(p) for p in e.value.problems]
 
 
-def test_the_three_examples_are_valid() -> None:
-    assert len(EXAMPLES) == 3
-    kinds = {load_policy_file(p)[0].spec.target_ref.kind for p in EXAMPLES}
-    assert kinds == {"Deployment", "InferenceService", "LeaderWorkerSet"}
+def test_the_four_examples_are_valid() -> None:
+    assert len(EXAMPLES) == 4
+    specs = [load_policy_file(p)[0].spec for p in EXAMPLES]
+    assert {s.target_ref.kind for s in specs} == {"Deployment", "InferenceService", "LeaderWorkerSet"}
+    assert sum(s.scale_from_zero is not None for s in specs) == 1
 
 
 def test_defaults_fill_a_minimal_policy() -> None:

@@ -11,8 +11,8 @@ from autoscaler.policy_loader import load_policy_file
 from simulations.autoscalers.ours import Ours
 from simulations.fleet import RequestFleet
 from simulations.metrics_view import MetricsView
-from simulations.profiles import COLD_START_PROFILES
-from simulations.runner import run
+from simulations.profiles import COLD_START_PROFILES, ServingProfile
+from simulations.runner import RunResult, run
 from simulations.scenario import Scenario, TraceSpec, bundled_path
 from simulations.trace import Trace
 
@@ -29,7 +29,7 @@ def _gap_trace(rate_after: float) -> Trace:
                  np.concatenate([a.output_tokens, b.output_tokens]), 1704067200.0)
 
 
-def _run(trace: Trace, zero: bool):  # type: ignore[no-untyped-def]
+def _run(trace: Trace, zero: bool) -> tuple[RunResult, list[tuple[float, int | None, str]]]:
     policy = load_policy_file(bundled_path("default-policy.yaml"))[0].spec
     if zero:
         policy = revised(policy, replicas={"min": 0},
@@ -41,7 +41,7 @@ def _run(trace: Trace, zero: bool):  # type: ignore[no-untyped-def]
     return res, log
 
 
-def test_the_metrics_view_reports_the_gateways_count_as_of_the_last_scrape(serving) -> None:  # type: ignore[no-untyped-def]
+def test_the_metrics_view_reports_the_gateways_count_as_of_the_last_scrape(serving: ServingProfile) -> None:
     trace = poisson_trace(5, 120, seed=3)
     fleet = RequestFleet(trace, serving, COLD_START_PROFILES["typical"], initial_replicas=0)
     view = MetricsView(15.0, 60.0)

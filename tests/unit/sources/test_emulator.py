@@ -148,12 +148,42 @@ def test_routes_serve_each_replica_targets_and_truth(tmp_path: Path) -> None:
         assert "vllm:num_requests_waiting" in r.text and r.headers["content-type"].startswith("text/plain")
         assert httpx.get(server.replica_url(99)).status_code == 404
         targets = httpx.get(server.base_url + "/targets").json()
-        assert [t["labels"]["__metrics_path__"] for t in targets] == ["/replica/0/metrics", "/replica/1/metrics"]
-        assert len({t["labels"]["instance"] for t in targets}) == 2
+        assert [t["labels"]["__metrics_path__"] for t in targets] == ["/replica/0/metrics", "/replica/1/metrics",
+                                                                       "/gateway/metrics"]
+        assert len({t["labels"]["instance"] for t in targets}) == 3
+        gateway = httpx.get(server.base_url + "/gateway/metrics").text
+        assert "inference_autoscaler_emulator_gateway_requests{" in gateway  # the fleet's outstanding requests
         assert json.loads((tmp_path / "targets.json").read_text()) == targets
         assert httpx.get(server.base_url + "/truth").json()["replicas"] == 2
     finally:
         server.stop()
+
+
+def test_the_gateway_holds_what_arrives_while_no_replica_serves(tmp_path: Path) -> None:
+    """At 0 replicas the gateway's gauge counts every arrival (the scaleFromZero signal); once a replica
+    serves, it falls back to what is in flight."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    server, clock, count = make_server(tmp_path, replicas=0)
+    d = server.driver
+
+    def gateway() -> float:
+        body = server.handle("/gateway/metrics").body.decode()
+        (fam,) = text_string_to_metric_families(body)
+        (sample,) = fam.samples
+        assert sample.labels == {"model_name": "m", "namespace": "default"}
+        return float(sample.value)
+
+    for _ in range(20):
+        clock.t += 1.0
+        d.step()
+    held = gateway()
+    assert held == d.snapshot.truth.in_flight > 100  # ~8 requests/s for 20 s, none served
+    count.write_text("1")
+    for _ in range(400):
+        clock.t += 1.0
+        d.step()
+    assert gateway() < held
 
 
 def test_replica_count_follows_the_file_after_a_cold_start(tmp_path: Path) -> None:

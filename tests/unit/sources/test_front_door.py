@@ -108,7 +108,11 @@ def test_without_any_prometheus_the_policy_is_told_what_to_set() -> None:
 
 def test_a_policy_url_off_the_allow_list_is_refused_and_not_asked() -> None:
     asked: list[str] = []
-    src, _ = source(lambda q: asked.append(q) or json_response(vector([({}, T0, "1")])))
+    def answer(q: str) -> httpx.Response:
+        asked.append(q)
+        return json_response(vector([({}, T0, "1")]))
+
+    src, _ = source(answer)
     got = src.collect([zero_msp(url="http://elsewhere:9090")], T0)
     assert got["default/m"] is MISSING and asked == []
     assert "allow-list" in src.policy_errors["default/m"]

@@ -8,7 +8,9 @@ explanation), composed in three steps: the candidates (autoscaler/core/candidate
 capacity → predictive → hedge → reactive → burst (and its hold) → panic → held queue), the
 recommendation (`_recommend`: bounds → the untested floor → stabilize) and the limits (`_limit`: rate
 limit → unknown data's hold → bounds' final clamp → surge for replicas leaving). Stale or missing demand
-never scales down: the policy's onMissingMetrics says what it leads to.
+never scales down: the policy's onMissingMetrics says what it leads to. With spec.scaleFromZero, three
+paths come first (`_zero`, stages/zero.py): at 0 replicas the gateway's demand, back to 0 after proven
+idleness, and a wake in progress sized from what the gateway counted.
 """
 
 from __future__ import annotations
@@ -122,19 +124,12 @@ def decide(
                      False, 0, "target replicas (or the clock) unknown, stale or invalid: nothing written")
         return DecisionResult(d, state)
     floor, top = floor_at(policy.replicas, now), policy.replicas.max
-    z, idle_from = policy.scale_from_zero, None
-    if z is not None:
-        if replicas.desired == 0 and floor == 0:
-            return _at_zero(policy, z, state, now, top, lead, signals)
-        idle_from = idle_since(state.idle_since, idle(z, signals, replicas, policy.metrics.staleness_seconds), now)
-        if floor == 0 and idle_from is not None and resting(z, idle_from, now):
-            return _to_zero(policy, z, state, now, replicas.desired, top, lead, idle_from, signals)
-        floor = serving_floor(z, floor)
-        if state.waking is not None:
-            step = wake_step(policy, z, state.waking, signals, replicas, state.capacity, state.load_factor,
-                             state.work_per_request, lead.high_seconds, now)
-            if step.waking is not None:
-                return _waking(policy, step, state, now, replicas.desired, floor, top, lead, signals, idle_from)
+    idle_from = None
+    if policy.scale_from_zero is not None:
+        zero, floor, idle_from = _zero(policy, policy.scale_from_zero, signals, replicas, state, floor, top, lead,
+                                       now)
+        if zero is not None:
+            return zero
     r = read(policy, signals)
     if not r.demand_known:
         return _missing_metrics(policy, state, now, replicas.desired, floor, top, lead, r, signals)
@@ -299,6 +294,25 @@ def _missing_metrics(policy: PolicySpec, state: CoreState, now: float, current: 
         warm_slots=wm.slots,
     )
     return DecisionResult(d, next_state)
+
+
+def _zero(policy: PolicySpec, z: ScaleFromZeroSpec, signals: Signals, replicas: ReplicaCounts, state: CoreState,
+          floor: int, top: int, lead: LeadTime, now: float) -> tuple[DecisionResult | None, int, float | None]:
+    """scaleFromZero's paths (stages/zero.py): at 0, the gateway's demand; idle for idleSeconds, back to 0; a
+    wake in progress, its own sizing. Else (None, the floor while serving, the idle run carried on)."""
+    if replicas.desired == 0 and floor == 0:
+        return _at_zero(policy, z, state, now, top, lead, signals), floor, None
+    idle_from = idle_since(state.idle_since, idle(z, signals, replicas, policy.metrics.staleness_seconds), now)
+    if floor == 0 and idle_from is not None and resting(z, idle_from, now):
+        return _to_zero(policy, z, state, now, replicas.desired, top, lead, idle_from, signals), floor, idle_from
+    floor = serving_floor(z, floor)
+    if state.waking is not None:
+        step = wake_step(policy, z, state.waking, signals, replicas, state.capacity, state.load_factor,
+                         state.work_per_request, lead.high_seconds, now)
+        if step.waking is not None:
+            return (_waking(policy, step, state, now, replicas.desired, floor, top, lead, signals, idle_from), floor,
+                    idle_from)
+    return None, floor, idle_from
 
 
 def _at_zero(policy: PolicySpec, z: ScaleFromZeroSpec, state: CoreState, now: float, top: int, lead: LeadTime,

@@ -31,6 +31,7 @@ WATCHED = {
     "drain": "ia-drain",
     "warm": "ia-warm-drill",
     "scaledown": "ia-scale-down",
+    "zero": "ia-scale-from-zero",
 }
 UNWATCHED = "ia-unwatched"
 LEASE_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_SECONDS = 6, 4, 1

@@ -353,10 +353,15 @@ def _waking(policy: PolicySpec, step: WakeStep, state: CoreState, now: float, cu
     within the scale-up rate limit; the ordinary stages wait until the requests that waited are served."""
     decisions = since(state.decisions, now - _rate_limit_period(policy), now)
     raw = min(top, max(current, floor, step.replicas))
-    desired, reason = scale_up(policy, decisions, now, current, raw, "scaleFromZero", False)
-    if reason is not Reason.SCALE_UP_RATE_LIMITED:
-        reason = Reason.SCALE_UP_FROM_ZERO if desired > current else Reason.STEADY
-    message = step.message + (f"; scale up {current} -> {desired}" if desired > current else f"; hold at {current}")
+    if raw < current:  # replicas.max lowered under the fleet: the one bound that lowers it here
+        desired, reason = raw, Reason.SCALE_DOWN_MAX
+    else:
+        desired, reason = scale_up(policy, decisions, now, current, raw, "scaleFromZero", False)
+        if reason is not Reason.SCALE_UP_RATE_LIMITED:
+            reason = Reason.SCALE_UP_FROM_ZERO if desired > current else Reason.STEADY
+    message = step.message + (f"; scale up {current} -> {desired}" if desired > current else
+                              f"; scale down {current} -> {desired}: replicas.max" if desired < current else
+                              f"; hold at {current}")
     return _rest(policy, replace(state, idle_since=idle_from), now, current, desired, reason, "scaleFromZero",
                  message, top, lead, signals, signals.front_door.fresh(policy.metrics.staleness_seconds),
                  step.waking, keep_idle=True)

@@ -18,8 +18,9 @@ tick it showed none: the arrival rate) at the work per request and the planned l
 policy learned before it went to rest, never below `scaleFromZero.replicas` and never down. The wake ends
 one rate window after the engines' queue first stood empty (no window then holds a request that waited
 for the cold start), or one high-quantile cold start after the first replica was ready, whichever comes
-first; the ordinary decision resumes from there, its forecaster, capacity learner and SLO budget fed
-nothing from the wake.
+first, or when no replica is ready two high-quantile cold starts after the wake (a replica stuck Pending
+is the ordinary decision's to report). The ordinary decision resumes from there, its forecaster, capacity
+learner and SLO budget fed nothing from the wake.
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ def wake_step(policy: PolicySpec, z: ScaleFromZeroSpec, w: Waking, signals: Sign
     staleness = policy.metrics.staleness_seconds
     front = signals.front_door.fresh(staleness)
     if replicas.ready <= 0:
+        if now - w.origin >= 2 * lead_high_seconds:  # no replica up in two cold starts: stuck, not waking
+            return WakeStep(None, 0, "")
         if front is not None:  # nothing served yet: the count is every arrival since the origin
             w = Waking(w.origin, _rate(signals.front_door, w.origin, now))
     else:

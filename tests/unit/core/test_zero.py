@@ -13,6 +13,7 @@ from autoscaler.core import CoreState, Measured, ReplicaCounts, Signals, Startin
 from autoscaler.core.reason import Reason
 from autoscaler.core.stages.zero import idle, idle_since, resting, serving_floor, wake
 from autoscaler.core.state import CoreState as StateClass
+from autoscaler.core.waking import Waking
 from autoscaler.policy import PolicySpec
 
 from .helpers import policy, signals
@@ -196,3 +197,26 @@ def test_the_zero_paths_clear_what_no_engine_carries_across_zero(front: float) -
     nxt = decide(zero_policy(), at_zero(Measured(front, 1.0)), state, T0).state
     assert nxt.recent_waiting == () and not nxt.held_queue and nxt.panic_until is None
     assert nxt.recommendations == ((T0, 2 if front else 0),)
+
+
+def test_a_wake_whose_replica_never_comes_up_hands_over_to_the_ordinary_decision() -> None:
+    """Stuck Pending is the ordinary decision's to report: after two high-quantile cold starts without a ready
+    replica the wake ends (the ordinary path then holds: no engine reports)."""
+    p = zero_policy()
+    woke = decide(p, at_zero(Measured(5.0, 1.0)), replace(CoreState(), last_tick=T0 - 15), T0)
+    assert woke.state.waking is not None
+    starting = Signals(replicas=ReplicaCounts(2, 0, starting=(StartingReplica("node_provisioning", 5.0),)),
+                       front_door=Measured(9.0, 1.0))
+    early = decide(p, starting, woke.state, T0 + 30)
+    assert early.state.waking is not None and early.decision.binding == "scaleFromZero"
+    lead = early.decision.lead_time_seconds
+    late = decide(p, starting, early.state, T0 + 2 * lead + 1)
+    assert late.state.waking is None and late.decision.binding != "scaleFromZero"
+    assert late.decision.desired_replicas == 2  # held: demand unknown, never down
+
+
+def test_a_lowered_max_during_a_wake_is_applied_and_said() -> None:
+    p = zero_policy(replicas={"min": 0, "max": 1}, scaleFromZero={**GATEWAY, "replicas": 1})
+    state = replace(CoreState(), waking=Waking(T0 - 30, 50.0))
+    d = decide(p, replace(at_zero(Measured(9.0, 1.0)), replicas=ReplicaCounts(3, 0)), state, T0).decision
+    assert (d.desired_replicas, d.reason) == (1, Reason.SCALE_DOWN_MAX) and "replicas.max" in d.message

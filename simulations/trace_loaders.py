@@ -83,12 +83,18 @@ def _read_text(path: Path) -> str:
 def _read_csv(path: Path, header: bool = True) -> pd.DataFrame:
     """Every field as text, blank lines kept (row i is line i + 2 with a header, i + 1 without). A row with
     more fields than the header is an error naming its line: pandas would drop the extra fields of the first
-    data rows with only a warning."""
+    data rows with only a warning. A NUL character is refused with its line: pandas' parser ends a field at
+    one and drops the rest of it unseen."""
+    text = _read_text(path)
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise SimulationInputError(f"{path}:{text.count(chr(10), 0, nul) + 1}", "", "a NUL character: not a text CSV",
+                                   "remove the NUL bytes (a binary or truncated file)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            return pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False, index_col=False,
-                               header=0 if header else None, compression="infer", encoding="utf-8")
+            return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skip_blank_lines=False,
+                               index_col=False, header=0 if header else None)
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
     except pd.errors.ParserWarning:

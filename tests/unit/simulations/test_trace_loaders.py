@@ -58,6 +58,14 @@ def test_a_row_with_more_fields_than_the_header_is_named_not_truncated(tmp_path:
         load_azure_csv(p)
 
 
+def test_a_nul_character_is_named_not_dropped(tmp_path: Path) -> None:
+    """pandas' parser ends a field at a NUL and drops the rest unseen ('ts,0,0,\\x00' loaded as a clean row;
+    found by the loader fuzz test)."""
+    p = _write(tmp_path, "nul.csv", HEADER + "2023-11-16 18:17:03.9,4808,10\n2023-11-16 18:00:00.0,0,0,\x00\n")
+    with pytest.raises(SimulationInputError, match=r"nul.csv:3: a NUL character: not a text CSV\. Fix:"):
+        load_azure_csv(p)
+
+
 def test_azure_unsorted_is_an_error_with_the_fix(tmp_path: Path) -> None:
     p = _write(tmp_path, "u.csv", HEADER + "2023-11-16 18:17:05.0,1,1\n2023-11-16 18:17:04.0,1,1\n")
     with pytest.raises(SimulationInputError, match=r"u.csv:3.*sort"):

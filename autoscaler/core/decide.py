@@ -329,10 +329,7 @@ def _at_zero(policy: PolicySpec, z: ScaleFromZeroSpec, state: CoreState, now: fl
         desired = min(top, w.replicas)
         reason = Reason.SCALE_UP_FROM_ZERO if desired > 0 else Reason.STEADY
         message = w.message
-    waking = None
-    if w.front is not None and desired > 0:  # the count accumulated since the last tick that saw it quiet
-        waking = woken(signals.front_door, state.last_tick if state.last_tick is not None and state.last_tick < now
-                       else now - policy.interval_seconds, now)
+    waking = woken(w.front, signals.front_door.age_seconds, now) if w.front is not None and desired > 0 else None
     return _rest(policy, state, now, 0, desired, reason, "scaleFromZero", message, top, lead, signals, w.front,
                  waking)
 

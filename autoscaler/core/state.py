@@ -170,11 +170,13 @@ def _optional(value: Any) -> float | None:
 
 
 def _waking(value: Any) -> Waking | None:
-    """A stored wake, [origin, rate, readyAt, drainedAt] (absent: none)."""
+    """A stored wake, [at, count, rate, readyAt, drainedAt] (absent: none)."""
     if value is None:
         return None
-    origin, rate, ready_at, drained_at = value
-    return Waking(_number(origin), max(0.0, _number(rate)), _optional(ready_at), _optional(drained_at))
+    at, count, rate, ready_at, drained_at = value
+    rate = _optional(rate)
+    return Waking(_number(at), max(0.0, _number(count)), None if rate is None else max(0.0, rate),
+                  _optional(ready_at), _optional(drained_at))
 
 
 def _flag(value: Any) -> bool:

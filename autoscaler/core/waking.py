@@ -7,14 +7,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Waking:
-    """A wake in progress (kept in the core state): since when the gateway's count has been accumulating
-    (`origin`: the last tick that showed it quiet), the arrival rate it implied while nothing was served
-    (requests/s), when the first replica was ready and when the engines' queue first stood empty."""
+    """A wake in progress (kept in the core state): when the gateway's count was first read above its
+    threshold (the sample's own time, `at`) and what it was (`count`), the arrival rate its growth since then
+    implied while nothing was served (requests/s; None until a second count), when the first replica was ready
+    and when the engines' queue first stood empty."""
 
-    origin: float
-    rate: float
+    at: float
+    count: float
+    rate: float | None = None
     ready_at: float | None = None
     drained_at: float | None = None
 
     def to_list(self) -> list[float | None]:
-        return [self.origin, self.rate, self.ready_at, self.drained_at]
+        return [self.at, self.count, self.rate, self.ready_at, self.drained_at]

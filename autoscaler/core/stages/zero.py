@@ -13,9 +13,10 @@ signals say little of demand: there are none until the first replica is ready, a
 the gateway's whole backlog at once, which reads as a burst (a queue, a spike of finished requests, TTFT
 misses no replica count could have prevented). Read as one, it ordered several times the replicas the
 traffic needed and held them through a panic and a stabilization window. So while waking, the fleet is
-sized from what the gateway counted while nothing was served (its requests over the time since the last
-tick it showed none: the arrival rate) at the work per request and the planned load per replica the
-policy learned before it went to rest, never below `scaleFromZero.replicas` and never down. The wake ends
+sized from what the gateway counted while nothing was served (how fast its count grew from the wake on,
+between the times the counts were taken: the arrival rate) at the work per request and the planned load
+per replica the policy learned before it went to rest, never below `scaleFromZero.replicas` and never
+down. The wake's first tick has one count and no rate: it starts `scaleFromZero.replicas`. The wake ends
 one rate window after the engines' queue first stood empty (no window then holds a request that waited
 for the cold start), or one high-quantile cold start after the first replica was ready, whichever comes
 first, or when no replica is ready two high-quantile cold starts after the wake (a replica stuck Pending
@@ -91,14 +92,18 @@ def serving_floor(z: ScaleFromZeroSpec | None, floor: int) -> int:
     return max(floor, 1) if z is not None else floor
 
 
-def woken(front: Measured, origin: float, now: float) -> Waking:
-    """The wake's start: the count the gateway holds, over the time since the last quiet tick."""
-    return Waking(origin, _rate(front, origin, now))
+def woken(front: float, front_age: float, now: float) -> Waking:
+    """The wake's start: the gateway's count and when it was taken."""
+    return Waking(now - front_age, front)
 
 
-def _rate(front: Measured, origin: float, now: float) -> float:
-    """Requests/s that arrived from `origin` to when the count was taken (`now` − its age)."""
-    return max(0.0, front.value or 0.0) / max(1.0, now - front.age_seconds - origin)
+def _grown(w: Waking, front: float, front_age: float, now: float) -> Waking:
+    """The wake with the arrival rate the count's growth since the wake's first count implies (nothing is
+    served yet); unchanged while the two counts are less than a second apart (the same scrape read again)."""
+    taken = now - front_age
+    if taken - w.at < 1.0:
+        return w
+    return Waking(w.at, w.count, max(0.0, front - w.count) / (taken - w.at), w.ready_at, w.drained_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,19 +120,22 @@ def wake_step(policy: PolicySpec, z: ScaleFromZeroSpec, w: Waking, signals: Sign
     staleness = policy.metrics.staleness_seconds
     front = signals.front_door.fresh(staleness)
     if replicas.ready <= 0:
-        if now - w.origin >= 2 * lead_high_seconds:  # no replica up in two cold starts: stuck, not waking
+        if now - w.at >= 2 * lead_high_seconds:  # no replica up in two cold starts: stuck, not waking
             return WakeStep(None, 0, "")
-        if front is not None:  # nothing served yet: the count is every arrival since the origin
-            w = Waking(w.origin, _rate(signals.front_door, w.origin, now))
+        if front is not None:  # nothing served yet: the count grows by every arrival
+            w = _grown(w, front, signals.front_door.age_seconds, now)
     else:
         ready_at = w.ready_at if w.ready_at is not None else now
         waiting = signals.waiting.fresh(staleness)
         drained_at = w.drained_at if w.drained_at is not None else (
             now if waiting is not None and waiting < 1.0 else None)
-        w = Waking(w.origin, w.rate, ready_at, drained_at)
+        w = Waking(w.at, w.count, w.rate, ready_at, drained_at)
         if ((drained_at is not None and now - drained_at >= signals.rate_window())
                 or now - ready_at >= lead_high_seconds):
             return WakeStep(None, 0, "")
+    if w.rate is None:
+        return WakeStep(w, z.replicas, f"waking: {w.count:g} request(s) at the gateway, their rate not known yet "
+                                       f"(one count): {z.replicas} replica(s)")
     cap = policy.capacity
     work = w.rate * (wpr if wpr is not None else work_per_request(cap, None, 0.0, None))
     usable = stats.factor(cap) * planned_share(cap, load_factor)

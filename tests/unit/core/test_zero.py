@@ -220,3 +220,24 @@ def test_a_lowered_max_during_a_wake_is_applied_and_said() -> None:
     state = replace(CoreState(), waking=Waking(T0 - 30, 50.0))
     d = decide(p, replace(at_zero(Measured(9.0, 1.0)), replicas=ReplicaCounts(3, 0)), state, T0).decision
     assert (d.desired_replicas, d.reason) == (1, Reason.SCALE_DOWN_MAX) and "replicas.max" in d.message
+
+
+def test_the_wake_is_sized_by_how_fast_the_gateways_count_grows() -> None:
+    """The first tick has one count: scaleFromZero.replicas. From the next one, the count's growth between the
+    times the two counts were taken is the arrival rate (nothing is served yet), and sets the replicas."""
+    p = zero_policy()
+    woke = decide(p, at_zero(Measured(30.0, 0.0)), CoreState(), T0)
+    assert woke.decision.desired_replicas == 2 and woke.state.waking is not None
+    assert woke.state.waking.rate is None
+
+    def second(count: float, age: float = 0.0) -> tuple[int | None, float | None]:
+        s = Signals(replicas=ReplicaCounts(2, 0, starting=(StartingReplica("weight_load", 15.0),)),
+                    front_door=Measured(count, age))
+        r = decide(p, s, woke.state, T0 + 15)
+        assert r.state.waking is not None
+        return r.decision.desired_replicas, r.state.waking.rate
+
+    light, heavy = second(60.0), second(30.0 + 15 * 400.0)
+    assert light == (2, pytest.approx(2.0)) and heavy[1] == pytest.approx(400.0)
+    assert heavy[0] is not None and heavy[0] > 2  # 400 requests/s need more than the first two
+    assert second(30.0, age=15.0) == (2, None)  # the same scrape read again: still one count

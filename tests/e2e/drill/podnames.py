@@ -24,7 +24,10 @@ def name_replicas(emu: FollowingEmulator, names: Mapping[int, str]) -> None:
     def targets(snap: Any = None) -> list[dict[str, Any]]:
         groups = original(snap)
         for g in groups:
-            rid = int(g["labels"]["__metrics_path__"].split("/")[2])
+            path = g["labels"]["__metrics_path__"]
+            if not path.startswith("/replica/"):
+                continue  # the emulator's gateway: no pod
+            rid = int(path.split("/")[2])
             if rid in names:
                 g["labels"]["pod"] = names[rid]
         return groups

@@ -34,7 +34,7 @@ step "ruff" "lint (seconds)"
 python3 -m ruff check .
 step "mypy" "types, tests and benchmarks included (~25 s cold, ~1 s warm on 2 cores)"
 python3 -m mypy autoscaler forecasting simulations benchmarks tests
-step "pytest" "unit, integration and end-to-end tests (~15-18 min on 2 cores)"
+step "pytest" "unit, integration and end-to-end tests (~15-27 min on 2 cores, by machine)"
 python3 -m pytest tests "$@"
 finish_step
 total=$((SECONDS - began))

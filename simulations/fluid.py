@@ -317,8 +317,14 @@ class FluidFleet(LifecycleFacts):
             kv_cache_usage=min(1.0, running * self.tokens_per_request / (n * self.serving.kv_cache_tokens))
             if n else 0.0,
             reporting_replicas=n, preemptions=self.preempt_total,
-            in_flight=float(round(self.in_flight)),  # a gauge of requests counts whole ones
+            in_flight=self.in_flight_requests,
         )
+
+    @property
+    def in_flight_requests(self) -> float:
+        """The gateway's gauge of outstanding requests (`in_flight`, held ones included), in whole requests as a
+        gauge counts them: what a scaleFromZero query reads of this fleet."""
+        return float(round(self.in_flight))
 
     def _cohorts(self, slo_ttft_seconds: float) -> dict[str, np.ndarray]:
         """Latency per arrival cohort from the cumulative curves (see the module docstring)."""

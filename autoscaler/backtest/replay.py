@@ -140,7 +140,7 @@ def _tick_signals(history: History, i: int, fleet: Any, desired: int, t_rel: flo
     # replicas, not what the one that ran counted beside the fleet that ran.
     return replace(with_histograms(load_signals(values), hists), replicas=fleet.replica_counts(t_rel),
                    rate_window_seconds=history.window_seconds, cluster=fleet.cluster_facts(t_rel),
-                   observations=fleet.take_observations(t_rel), front_door=Measured(float(round(fleet.in_flight)), 0.0))
+                   observations=fleet.take_observations(t_rel), front_door=Measured(fleet.in_flight_requests, 0.0))
 
 
 def replay(policy: ModelScalingPolicy, history: History) -> BacktestResult:

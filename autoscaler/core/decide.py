@@ -359,21 +359,21 @@ def _waking(policy: PolicySpec, step: WakeStep, state: CoreState, now: float, cu
     message = step.message + (f"; scale up {current} -> {desired}" if desired > current else
                               f"; scale down {current} -> {desired}: replicas.max" if desired < current else
                               f"; hold at {current}")
-    return _rest(policy, replace(state, idle_since=idle_from), now, current, desired, reason, "scaleFromZero",
+    return _rest(policy, state, now, current, desired, reason, "scaleFromZero",
                  message, top, lead, signals, signals.front_door.fresh(policy.metrics.staleness_seconds),
-                 step.waking, keep_idle=True)
+                 step.waking, idle_from)
 
 
 def _rest(policy: PolicySpec, state: CoreState, now: float, current: int, desired: int, reason: Reason,
           bind: str, message: str, top: int, lead: LeadTime, signals: Signals,
-          front: float | None, waking: Waking | None = None, keep_idle: bool = False) -> DecisionResult:
+          front: float | None, waking: Waking | None = None, idle_from: float | None = None) -> DecisionResult:
     """The decision and next state of the scaleFromZero paths: the windows remember the count, the idle run
     starts again (unless a wake's tick carries it on), and the queue stages' memory is cleared (no engine
     serves across 0, and none of a wake's ticks is read by them)."""
     recs = ((now, desired),)
     decisions = remember_extremes(since(state.decisions, now - _rate_limit_period(policy), now), now, desired)
     next_state = replace(state, recommendations=recs, decisions=decisions, recent_waiting=(), held_queue=False,
-                         idle_since=state.idle_since if keep_idle else None, panic_until=None, waking=waking)
+                         idle_since=idle_from, panic_until=None, waking=waking)
     wm = held(policy, signals.cluster)
     known = front is not None
     d = Decision(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from autoscaler.core.signals import MISSING, Measured
 from autoscaler.policy import ModelScalingPolicy
@@ -35,13 +34,12 @@ class FrontDoorSource:
         self.policy_errors: dict[str, str] = {}
 
     def _url(self, p: ModelScalingPolicy) -> str | None:
-        own = p.spec.metrics.prometheus.url
-        return (own or self.prometheus.url).rstrip("/") if own or self.has_default_url else None
+        return self.prometheus.url_for(p) if p.spec.metrics.prometheus.url or self.has_default_url else None
 
     def collect(self, policies: Sequence[ModelScalingPolicy], now: float) -> dict[str, Measured]:
         asked = [p for p in policies if p.spec.scale_from_zero is not None]
         errors: dict[str, str] = {}
-        jobs: list[tuple[ModelScalingPolicy, str]] = []
+        jobs: list[tuple[ModelScalingPolicy, str, str]] = []
         for p in asked:
             refused = self.prometheus.refusal(p)
             url = self._url(p)
@@ -53,48 +51,35 @@ class FrontDoorSource:
                     self.prometheus.telemetry.error("prometheus", refused[0])
                 errors[p.key] = refused[1]
                 continue
-            assert url is not None
-            jobs.append((p, url))
+            assert url is not None and p.spec.scale_from_zero is not None
+            jobs.append((p, url, p.spec.scale_from_zero.query))
         self.policy_errors = errors
-        pool_size = min(self.prometheus.max_parallel_queries, len(jobs))
-        if pool_size > 1:
-            with ThreadPoolExecutor(pool_size) as pool:
-                answers = list(pool.map(lambda j: self._ask(j[0], j[1], now), jobs))
-        else:
-            answers = [self._ask(p, url, now) for p, url in jobs]
+        answers = self.prometheus.ask_all([(url, query) for _, url, query in jobs], now)
         out = {p.key: MISSING for p in asked}
-        for (p, url), m in zip(jobs, answers, strict=True):
-            out[p.key] = m if m is not None else self._last.get(p.key, SIGNAL, now, _identity(p, url))
-        self._last.keep_only(p.key for p, _ in jobs)
+        for (p, url, query), answer in zip(jobs, answers, strict=True):
+            m = self._accept(p, answer, (url, query), now)
+            out[p.key] = m if m is not None else self._last.get(p.key, SIGNAL, now, (url, query))
+        self._last.keep_only(p.key for p, _, _ in jobs)
         return out
 
-    def _ask(self, p: ModelScalingPolicy, url: str, now: float) -> Measured | None:
-        """The summed answer of `p`'s query (remembered as the last good value), or None when it failed."""
-        assert p.spec.scale_from_zero is not None
-        query = p.spec.scale_from_zero.query
-        tel, name = self.prometheus.telemetry, self.prometheus.name
-        episode = f"prometheus policy {p.key} scaleFromZero.query"
-        tel.requests.labels(source=name).inc()
+    def _accept(self, p: ModelScalingPolicy, answer: list[Sample] | SourceError, identity: tuple[str, str],
+                now: float) -> Measured | None:
+        """The summed answer of `p`'s query (remembered as the last good value, for what it measured:
+        `identity`, the URL and query, so an edited one does not inherit the old number), or None when it
+        failed (counted by `ask_all`) or is no count of requests (counted here)."""
+        tel, episode = self.prometheus.telemetry, f"prometheus policy {p.key} scaleFromZero.query"
+        if isinstance(answer, SourceError):
+            tel.episode(episode, str(answer))
+            return None
         try:
-            answer = self.prometheus.api(url).query(query, now)
             value, t = _total(answer)
         except SourceError as e:
             tel.error("prometheus", e.kind)
             tel.episode(episode, str(e))
             return None
-        except Exception as e:  # anything else an answer provokes fails this policy's query only
-            tel.error("prometheus", "unexpected")
-            tel.episode(episode, f"{type(e).__name__}: {str(e)[:200]}")
-            return None
         tel.episode(episode, None)
-        self._last.put(p.key, SIGNAL, value, t, _identity(p, url))
+        self._last.put(p.key, SIGNAL, value, t, identity)
         return Measured(value, max(0.0, now - t))
-
-
-def _identity(p: ModelScalingPolicy, url: str) -> tuple[str, str]:
-    """What a remembered value measured: an edited query or Prometheus does not inherit the old number."""
-    assert p.spec.scale_from_zero is not None
-    return url, p.spec.scale_from_zero.query
 
 
 def _total(answer: list[Sample]) -> tuple[float, float]:

@@ -40,7 +40,7 @@ from autoscaler.sources.lastknown import LastKnown
 from autoscaler.sources.plausible import in_range, plausible
 from autoscaler.sources.prom_api import DEFAULT_MAX_BYTES, PrometheusAPI, Sample, SourceError
 from autoscaler.sources.prom_auth import PromAuth
-from autoscaler.sources.promql import FRESHNESS, GroupKey, PlannedQuery, PromQLBuilder, bad_label_names
+from autoscaler.sources.promql import FRESHNESS, GroupKey, PromQLBuilder, bad_label_names
 from autoscaler.sources.telemetry import ErrorKind, SourceTelemetry, telemetry_for
 from autoscaler.sources.urls import normalize_url
 
@@ -100,10 +100,22 @@ class PrometheusMetricsSource:
             a.close()
         self._apis.clear()
 
-    def _run(self, q: PlannedQuery, now: float) -> list[Sample] | SourceError:
+    def url_for(self, p: ModelScalingPolicy) -> str:
+        """The Prometheus policy `p` is queried at: its own URL (when `refusal` allows it), else the default."""
+        return (p.spec.metrics.prometheus.url or self.url).rstrip("/")
+
+    def ask_all(self, queries: Sequence[tuple[str, str]], now: float) -> list[list[Sample] | SourceError]:
+        """(Prometheus URL, PromQL) instant queries at `now`, up to `max_parallel_queries` at once; each answer,
+        or the SourceError it failed with (counted)."""
+        if self.max_parallel_queries > 1 and len(queries) > 1:
+            with ThreadPoolExecutor(min(self.max_parallel_queries, len(queries))) as pool:
+                return list(pool.map(lambda q: self._ask(q[0], q[1], now), queries))
+        return [self._ask(url, promql, now) for url, promql in queries]
+
+    def _ask(self, url: str, promql: str, now: float) -> list[Sample] | SourceError:
         self.telemetry.requests.labels(source=self.name).inc()
         try:
-            return self.api(q.group.url).query(q.promql, now)
+            return self.api(url).query(promql, now)
         except SourceError as e:
             self.telemetry.error(self.name, e.kind)
             return e
@@ -143,11 +155,7 @@ class PrometheusMetricsSource:
             out[p.key] = Signals()  # all missing: the policy holds, it never reads as "no load"
         self.policy_errors = errors
         plan = self.builder.plan(queryable, self.url)
-        if self.max_parallel_queries > 1 and len(plan.queries) > 1:
-            with ThreadPoolExecutor(min(self.max_parallel_queries, len(plan.queries))) as pool:
-                answers = list(pool.map(lambda q: self._run(q, now), plan.queries))
-        else:
-            answers = [self._run(q, now) for q in plan.queries]
+        answers = self.ask_all([(q.group.url, q.promql) for q in plan.queries], now)
         self.last_query_count = len(plan.queries)
 
         by_group: dict[GroupKey, dict[str, list[Sample] | SourceError]] = {}
@@ -194,7 +202,7 @@ class PrometheusMetricsSource:
             return {}
         fresh = self.builder.pod_inflight_query(engine, p, pod_label, freshness=True)
         promql = f"({q}) and on ({pod_label}) (time() - ({fresh}) <= {max_age_seconds:g})"
-        url = (p.spec.metrics.prometheus.url or self.url).rstrip("/")
+        url = self.url_for(p)
         self.telemetry.requests.labels(source=self.name).inc()
         try:
             answer = self.api(url).query(promql, now)

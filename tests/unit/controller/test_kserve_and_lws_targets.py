@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from kubernetes import client
+
+from autoscaler.targets.kserve import InferenceServiceTarget
 from tests.unit.controller.conftest import add_deployment, add_policy, condition, make_controller, pod, status_of
 from tests.unit.controller.fakeapi import FakeKube
 
@@ -52,6 +55,21 @@ def test_none_autoscaler_class_patches_min_replicas_and_raises_max_replicas(kube
     assert pred["minReplicas"] == desired and pred["maxReplicas"] == desired
     assert [c[1] for c in writes(kube)] == ["/apis/serving.kserve.io/v1beta1/namespaces/models/inferenceservices/qwen"]
     assert kube.get("apps", "deployments", "models", "qwen-predictor")["spec"]["replicas"] == 1
+
+
+def test_an_inference_service_goes_to_zero_and_back_through_either_class(kube, api):
+    """scaleFromZero on an InferenceService: KServe accepts `minReplicas: 0` (its validateReplicas refuses only
+    negatives) and, for class none, sets the Deployment's replicas from it; for external it keeps what /scale
+    says. Either way 0 and the wake are plain writes of the same target."""
+    for klass in ("none", "external"):
+        isvc(kube, {"serving.kserve.io/deploymentMode": "Standard", "serving.kserve.io/autoscalerClass": klass})
+        target = InferenceServiceTarget(client.CustomObjectsApi(api), client.AppsV1Api(api), "models", "qwen")
+        for replicas in (0, 2):
+            target.write(replicas, target.read(fresh=True))
+            pred = kube.get(KSERVE, "inferenceservices", "models", "qwen")["spec"]["predictor"]
+            deployment = kube.get("apps", "deployments", "models", "qwen-predictor")["spec"]["replicas"]
+            assert (pred["minReplicas"] if klass == "none" else deployment) == replicas, (klass, replicas)
+            assert target.read(fresh=True).blocked is None
 
 
 def test_hpa_autoscaler_class_is_not_fought_and_the_condition_says_what_to_change(kube, api, source):

@@ -12,7 +12,10 @@ caught as non-finite, not an OverflowError), and every field is type-checked bef
 from __future__ import annotations
 
 import json
+import logging
 import math
+import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +24,8 @@ import httpx
 
 from autoscaler.sources.prom_auth import AuthError, PromAuth
 from autoscaler.sources.telemetry import ErrorKind
+
+log = logging.getLogger(__name__)
 
 
 class SourceError(Exception):
@@ -134,6 +139,18 @@ def answer_data(where: str, status: int, body: bytes) -> dict[str, Any]:
     return data
 
 
+def file_signature(path: os.PathLike[str] | None) -> tuple[int, int, int, int] | None:
+    """What tells a file's new content from its old without reading it (device, inode, size, modification
+    time; a ConfigMap's atomic symlink swap gives a new inode), or None when there is no file to read."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
 class PrometheusAPI:
     """One Prometheus. `timeout_seconds` bounds connect, read and the server-side evaluation;
     `max_bytes` caps a response body."""
@@ -146,12 +163,42 @@ class PrometheusAPI:
         self.auth = auth or PromAuth()
         # The whole request (connect, evaluation, reading the body) ends within this many seconds.
         self.deadline_seconds = timeout_seconds * 1.5
-        timeout = httpx.Timeout(timeout_seconds, connect=min(2.0, timeout_seconds))
-        self._client = client or httpx.Client(timeout=timeout, verify=self.auth.verify())
+        self._timeout = httpx.Timeout(timeout_seconds, connect=min(2.0, timeout_seconds))
+        self._owns_client = client is None
+        self._ca_seen = file_signature(self.auth.ca_file)
+        self._client = client or httpx.Client(timeout=self._timeout, verify=self.auth.verify())
+        self._retired: httpx.Client | None = None
+        self._swap = threading.Lock()
         self.requests = 0
 
     def close(self) -> None:
         self._client.close()
+        if self._retired is not None:
+            self._retired.close()
+
+    def _current(self) -> httpx.Client:
+        """The HTTP client, built again when the CA bundle file has changed since it was read: a rotated CA (a
+        ConfigMap or Secret updated in place, the service CA renewed) is trusted without a restart. A bundle
+        caught half-written keeps the last good one until it reads whole. The client it replaces is closed at
+        the next change (requests still in flight on it finish)."""
+        ca = self.auth.ca_file
+        if ca is None or not self._owns_client:
+            return self._client
+        seen = file_signature(ca)
+        if seen is None or seen == self._ca_seen:
+            return self._client
+        with self._swap:
+            if seen != self._ca_seen:
+                try:
+                    verify = self.auth.verify()
+                except AuthError:
+                    return self._client
+                old, self._client = self._client, httpx.Client(timeout=self._timeout, verify=verify)
+                if self._retired is not None:
+                    self._retired.close()
+                self._retired, self._ca_seen = old, seen
+                log.info("%s changed: Prometheus's certificate is now verified against it", ca)
+        return self._client
 
     def _post(self, path: str, form: dict[str, str]) -> Any:
         form = {**form, "timeout": f"{max(100, int(self.timeout_seconds * 900))}ms"}
@@ -162,7 +209,7 @@ class PrometheusAPI:
         except AuthError as e:
             raise SourceError("auth", str(e)) from None
         try:
-            with self._client.stream("POST", self.url + path, data=form, headers=headers) as r:
+            with self._current().stream("POST", self.url + path, data=form, headers=headers) as r:
                 encoding = r.headers.get("content-encoding", "identity").strip().lower()
                 if encoding not in ("", "identity"):
                     raise SourceError("bad_payload", f"{self.url}{path}: compressed answer ({encoding[:40]})")

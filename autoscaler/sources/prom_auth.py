@@ -6,7 +6,8 @@ wants the ServiceAccount's bearer token and serves a certificate signed by the c
 Grafana Mimir and Cortex want an `X-Scope-OrgID` tenant header; a Prometheus behind an authenticating proxy
 wants a token. The token is a file, never a flag value (a flag shows in `ps` and in the pod spec), and it
 is read again before each request, so a projected ServiceAccount token the kubelet rotates is picked up
-without a restart. One setting applies to every Prometheus the controller queries (`--prometheus-url` and
+without a restart; the CA bundle is read again when its file changes (`PrometheusAPI`), so is a rotated
+CA. One setting applies to every Prometheus the controller queries (`--prometheus-url` and
 the allow-listed URLs), which the operator configured, never to a URL a policy brings.
 """
 

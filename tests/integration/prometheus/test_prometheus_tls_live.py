@@ -102,3 +102,36 @@ def test_without_it_the_certificate_is_refused(tls_prometheus: PrometheusProcess
     finally:
         history.close()
     assert e2.value.kind == "connect"
+
+
+def test_a_rotated_ca_is_trusted_without_a_restart(emulator: EmulatorServer, tmp_path: Path) -> None:
+    """The CA bundle file is replaced in place (as a ConfigMap update swaps it) and Prometheus is given a
+    certificate the new CA signs (its web config's files are read again at each handshake): the same
+    client, built before, verifies against the new bundle once its old connections have expired."""
+    served = make_tls(tmp_path)
+    bundle = tmp_path / "mounted-ca.pem"
+    bundle.write_bytes(served[0].read_bytes())
+    with scraping_prometheus(emulator, tmp_path, tls=served) as prom:
+        api = PrometheusAPI(prom.url, auth=PromAuth.from_settings(ca_file=str(bundle)))
+        try:
+            assert api.query("up", time.time())
+            (tmp_path / "rotated").mkdir()
+            rotated = make_tls(tmp_path / "rotated")
+            served[2].write_bytes(rotated[2].read_bytes())
+            served[1].write_bytes(rotated[1].read_bytes())
+            swap = tmp_path / "mounted-ca.pem.new"
+            swap.write_bytes(rotated[0].read_bytes())
+            swap.replace(bundle)
+            time.sleep(6.0)  # past httpx's 5-s keep-alive: the next query opens a new TLS connection
+            assert api.query("up", time.time())
+            bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\n")  # caught half-written: the last good one serves
+            assert api.query("up", time.time())
+            stale = PrometheusAPI(prom.url, auth=PromAuth.from_settings(ca_file=str(served[0])))
+            try:  # the old CA no longer verifies what Prometheus serves: the rotation took place
+                with pytest.raises(SourceError) as e:
+                    stale.query("up", time.time())
+            finally:
+                stale.close()
+            assert e.value.kind == "connect"
+        finally:
+            api.close()

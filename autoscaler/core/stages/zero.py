@@ -15,13 +15,15 @@ misses no replica count could have prevented). Read as one, it ordered several t
 traffic needed and held them through a panic and a stabilization window. So while waking, the fleet is
 sized from what the gateway counted while nothing was served (how fast its count grew from the wake on,
 between the times the counts were taken: the arrival rate) at the work per request and the planned load
-per replica the policy learned before it went to rest, never below `scaleFromZero.replicas` and never
-down. The wake's first tick has one count and no rate: it starts `scaleFromZero.replicas`. The wake ends
-one rate window after the engines' queue first stood empty (no window then holds a request that waited
-for the cold start), or one high-quantile cold start after the first replica was ready, whichever comes
-first, or when no replica is ready two high-quantile cold starts after the wake (a replica stuck Pending
-is the ordinary decision's to report). The ordinary decision resumes from there, its forecaster, capacity
-learner and SLO budget fed nothing from the wake.
+per replica the policy learned before it went to rest, plus the replicas the held backlog keeps busy (the
+first replicas take a cold start of arrivals and serve them at full pace for about as long, while any
+replica with room takes the new ones: the arrivals need replicas of their own), never below
+`scaleFromZero.replicas` and never down. The wake's first tick has one count and no rate: it starts
+`scaleFromZero.replicas`. The wake ends one rate window after the engines' queue first stood empty (no
+window then holds a request that waited for the cold start), or one high-quantile cold start after the
+first replica was ready, whichever comes first, or when no replica is ready two high-quantile cold starts
+after the wake (a replica stuck Pending is the ordinary decision's to report). The ordinary decision
+resumes from there, its forecaster, capacity learner and SLO budget fed nothing from the wake.
 """
 
 from __future__ import annotations
@@ -138,7 +140,9 @@ def wake_step(policy: PolicySpec, z: ScaleFromZeroSpec, w: Waking, signals: Sign
                                        f"(one count): {z.replicas} replica(s)")
     cap = policy.capacity
     work = w.rate * (wpr if wpr is not None else work_per_request(cap, None, 0.0, None))
-    usable = stats.factor(cap) * planned_share(cap, load_factor)
-    need = max(z.replicas, replicas_for(work, usable))
+    share = planned_share(cap, load_factor)
+    # The backlog (a cold start of arrivals) keeps the replicas that take it busy at full pace for about a
+    # cold start: work/factor replicas' worth, on top of the arrivals' work/usable.
+    need = max(z.replicas, replicas_for(work * (1.0 + share), stats.factor(cap) * share))
     return WakeStep(w, need, f"waking: {w.rate:.3g} request(s)/s counted at the gateway while nothing was "
-                             f"served need {need} replica(s); the backlog it held drains through the first ones")
+                             f"served need {need} replica(s), the backlog it held included")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -10,8 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core import CoreState, Measured, ReplicaCounts, Signals, StartingReplica, decide
+from autoscaler.core.capacity import CapacityStats
 from autoscaler.core.reason import Reason
-from autoscaler.core.stages.zero import idle, idle_since, resting, serving_floor, wake
+from autoscaler.core.stages.capacity import planned_share
+from autoscaler.core.stages.demand import work_per_request
+from autoscaler.core.stages.zero import idle, idle_since, resting, serving_floor, wake, wake_step
 from autoscaler.core.state import CoreState as StateClass
 from autoscaler.core.waking import Waking
 from autoscaler.policy import PolicySpec
@@ -241,3 +245,22 @@ def test_the_wake_is_sized_by_how_fast_the_gateways_count_grows() -> None:
     assert light == (2, pytest.approx(2.0)) and heavy[1] == pytest.approx(400.0)
     assert heavy[0] is not None and heavy[0] > 2  # 400 requests/s need more than the first two
     assert second(30.0, age=15.0) == (2, None)  # the same scrape read again: still one count
+
+
+def test_the_wake_adds_the_replicas_the_held_backlog_keeps_busy() -> None:
+    """The first replicas spend about a cold start at full pace on what the gateway held (a cold start of
+    arrivals), so the arrivals need their own replicas at the planned load: the wake asks for
+    ceil(work / usable + work / capacity), not ceil(work / usable)."""
+    p = zero_policy()
+    z = p.scale_from_zero
+    assert z is not None
+    per_request = work_per_request(p.capacity, None, 0.0, None)
+    share = planned_share(p.capacity, 1.0)
+    starting = ReplicaCounts(2, 0, starting=(StartingReplica("weight_load", 15.0),))
+    for rate in (1.0, 40.0, 120.0, 400.0):
+        s = Signals(replicas=starting, front_door=Measured(30.0 + 15 * rate, 0.0))
+        step = wake_step(p, z, Waking(T0, 30.0), s, starting, CapacityStats(), 1.0, None, 300.0, T0 + 15)
+        work = rate * per_request
+        assert step.replicas == max(2, math.ceil(work / share + work - 1e-9)), rate
+        if work >= 1.0:  # a replica's worth of backlog: more than the arrivals alone would get
+            assert step.replicas > math.ceil(work / share - 1e-9)

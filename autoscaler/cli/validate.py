@@ -7,6 +7,7 @@ import sys
 import click
 
 from autoscaler.core.stages.missing import zero_floor_note
+from autoscaler.core.stages.zero import empty_answer_note
 from autoscaler.policy_loader import PolicyError, load_policy_file
 
 
@@ -25,8 +26,9 @@ def validate(files: tuple[str, ...]) -> None:
             continue
         for pol in policies:
             click.echo(f"{f}: ok ({pol.key} -> {pol.spec.target_ref.kind}/{pol.spec.target_ref.name})")
-            if (note := zero_floor_note(pol.spec)) is not None:
-                click.echo(f"{f}: note: {pol.key}: {note}", err=True)
+            for note in (zero_floor_note(pol.spec), empty_answer_note(pol.spec.scale_from_zero)):
+                if note is not None:
+                    click.echo(f"{f}: note: {pol.key}: {note}", err=True)
     if bad:
         click.echo(f"{bad} of {len(files)} file(s) invalid", err=True)
         sys.exit(1)

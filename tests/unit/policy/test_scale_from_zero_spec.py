@@ -64,9 +64,29 @@ def test_validate_has_no_zero_floor_note_when_the_gateway_is_read(tmp_path: Path
     import yaml
 
     f = tmp_path / "z.yaml"
-    f.write_text(yaml.safe_dump(_with({"query": "sum(gateway_pending)"})))
+    f.write_text(yaml.safe_dump(_with({"query": "sum(gateway_pending) or vector(0)"})))
     res = CliRunner().invoke(main, ["validate", str(f)])
     assert res.exit_code == 0 and ": note: " not in res.output, res.output
     f.write_text(yaml.safe_dump(BASE))  # min 0 without it: the note names the way out
     note = CliRunner().invoke(main, ["validate", str(f)]).output
     assert "set scaleFromZero.query" in note, note
+
+
+@pytest.mark.parametrize("query, noted", [
+    ("sum(gateway_pending)", True),
+    ("sum(rate(router_requests_total[1m]))", True),
+    ("sum(gateway_pending) or vector(0)", False),
+    ("sum(rate(x[1m])) or on() vector(0)", False),
+    ("sum(gateway_pending)\n  or\n  vector(0)", False),
+])
+def test_validate_notes_a_gateway_query_that_can_answer_no_series(tmp_path: Path, query: str, noted: bool) -> None:
+    """An empty answer is unknown, never "no requests": without a fallback the model never proves idleness.
+    The note names the consequence and the fix; the policy is accepted either way."""
+    import yaml
+
+    f = tmp_path / "z.yaml"
+    f.write_text(yaml.safe_dump(_with({"query": query})))
+    res = CliRunner().invoke(main, ["validate", str(f)])
+    assert res.exit_code == 0, res.output
+    assert ("append `or vector(0)`" in res.output) is noted, res.output
+    assert ("never goes back to 0" in res.output) is noted

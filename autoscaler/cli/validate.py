@@ -7,8 +7,8 @@ import sys
 import click
 
 from autoscaler.core.stages.missing import zero_floor_note
-from autoscaler.core.stages.zero import empty_answer_note
 from autoscaler.policy_loader import PolicyError, load_policy_file
+from autoscaler.sources.front_door import empty_answer_note
 
 
 @click.command("validate")

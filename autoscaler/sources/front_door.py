@@ -13,15 +13,33 @@ and let an idle model go to 0. A policy that no Prometheus can serve gets a one-
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from autoscaler.core.signals import MISSING, Measured
-from autoscaler.policy import ModelScalingPolicy
+from autoscaler.policy import ModelScalingPolicy, ScaleFromZeroSpec
 from autoscaler.sources.lastknown import LastKnown
 from autoscaler.sources.prom_api import Sample, SourceError
 from autoscaler.sources.prometheus import PrometheusMetricsSource
 
 SIGNAL = "front_door"
+# The way out of an empty answer, said at run time (`_total`) and by `validate` (`empty_answer_note`).
+FALLBACK_ADVICE = "append `or vector(0)` if no series means no request"
+# A query with such a fallback (`... or vector(0)`, `... or on() vector(0)`).
+_FALLBACK = re.compile(r"\bor\b.*\bvector\s*\(", re.DOTALL)
+
+
+def empty_answer_note(z: ScaleFromZeroSpec | None) -> str | None:
+    """What `validate` says of a gateway query without a fallback for no series: an empty answer is unknown
+    (`_total`), never "no requests", so while it answers empty the model neither proves idleness (it never
+    goes back to 0) nor wakes at 0 (onMissingMetrics decides). None when the query has one, or there is no
+    query."""
+    if z is None or _FALLBACK.search(z.query):
+        return None
+    return ("scaleFromZero.query has no fallback for no series: while it answers none (a counter never "
+            "incremented, a gateway without this model yet) the demand in front of the model is unknown, so "
+            f"the model never goes back to 0 and at 0 does what onMissingMetrics says; {FALLBACK_ADVICE} "
+            "(docs/scale-from-zero.md)")
 
 
 class FrontDoorSource:
@@ -86,8 +104,7 @@ def _total(answer: list[Sample]) -> tuple[float, float]:
     """The sum of the samples and the oldest sample time. Raises SourceError for an empty answer (no series:
     unknown, not zero) and for a NaN, infinite or negative sample."""
     if not answer:
-        raise SourceError("absent", "scaleFromZero.query answered no series (append `or vector(0)` if none "
-                                    "means no request)")
+        raise SourceError("absent", f"scaleFromZero.query answered no series ({FALLBACK_ADVICE})")
     for s in answer:
         if not math.isfinite(s.value) or not math.isfinite(s.timestamp):
             raise SourceError("non_finite", "scaleFromZero.query answered a NaN or infinite sample")

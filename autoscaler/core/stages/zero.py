@@ -28,7 +28,6 @@ resumes from there, its forecaster, capacity learner and SLO budget fed nothing 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from autoscaler.core.capacity import CapacityStats
@@ -51,22 +50,6 @@ class Wake:
     replicas: int | None
     front: float | None
     message: str
-
-
-# A query with a fallback for no series (`... or vector(0)`, `... or on() vector(0)`).
-_FALLBACK = re.compile(r"\bor\b.*\bvector\s*\(", re.DOTALL)
-
-
-def empty_answer_note(z: ScaleFromZeroSpec | None) -> str | None:
-    """What `validate` says of a gateway query without a fallback for no series: an empty answer is unknown,
-    never "no requests", so while it answers empty the model neither proves idleness (it never goes back to
-    0) nor wakes at 0 (onMissingMetrics decides). None when the query has one, or there is no query."""
-    if z is None or _FALLBACK.search(z.query):
-        return None
-    return ("scaleFromZero.query has no fallback for no series: while it answers none (a counter never "
-            "incremented, a gateway without this model yet) the demand in front of the model is unknown, so "
-            "the model never goes back to 0 and at 0 does what onMissingMetrics says. If no series means no "
-            "requests, append `or vector(0)` (docs/scale-from-zero.md)")
 
 
 def wake(z: ScaleFromZeroSpec, front: Measured, staleness_seconds: float) -> Wake:
